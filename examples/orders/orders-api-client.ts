@@ -1,0 +1,342 @@
+import { z } from 'zod';
+
+/** An order as the service reports it; `refundableCents` is what a refund may still take. */
+export type Order = {
+  orderId: string;
+  customerId: string;
+  totalCents: number;
+  refundedCents: number;
+  refundableCents: number;
+  currency: 'BRL' | 'USD';
+};
+
+/** A refund the service applied; `remainingRefundableCents` is the order's balance right after it, fixed at that moment. */
+export type Refund = {
+  refundId: string;
+  orderId: string;
+  amountCents: number;
+  currency: 'BRL' | 'USD';
+  reason: 'damaged' | 'not_delivered' | 'customer_request';
+  idempotencyKey: string;
+  remainingRefundableCents: number;
+  createdAt: string;
+};
+
+/** The answer to a refund request that took effect: `replayed` is true when the key had already been applied and nothing ran again. */
+export type RefundOutcome = { refund: Refund; replayed: boolean };
+
+/** The fault switches armed for one idempotency key (test helper). */
+export type OrdersFaultSwitches = {
+  loseResponseAfterCommit: number;
+  unavailable: number;
+  lookupUnavailable: number;
+};
+
+/** The service answered with a refusal (a business rule, a conflict, a bad request): nothing was applied by this request. */
+export class OrdersRejection extends Error {
+  override readonly name = 'OrdersRejection';
+  readonly kind = 'rejection' as const;
+  readonly transient = false as const;
+  /** SCREAMING_SNAKE code from the service, e.g. ORDER_NOT_FOUND, IDEMPOTENCY_CONFLICT. */
+  readonly code: string;
+  readonly status: number;
+
+  constructor({ code, message, status }: { code: string; message: string; status: number }) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** The service could not be reached or did not answer usably (503, refused, reset, hang-up, timeout): whether a write took effect is unknown until the key is looked up. */
+export class OrdersUnavailable extends Error {
+  override readonly name = 'OrdersUnavailable';
+  readonly kind = 'unavailable' as const;
+  readonly transient = true as const;
+  readonly code = 'UPSTREAM_UNAVAILABLE' as const;
+  /** The HTTP status when the service answered (e.g. 503), null when no answer arrived. */
+  readonly status: number | null;
+
+  constructor({ message, status, cause }: { message: string; status: number | null; cause?: unknown }) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.status = status;
+  }
+}
+
+/** True for an OrdersRejection from any copy of this module; compares `kind`, never uses instanceof. */
+export function isOrdersRejection(error: unknown): error is OrdersRejection {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { kind?: unknown }).kind === 'rejection' &&
+    typeof (error as { code?: unknown }).code === 'string'
+  );
+}
+
+/** True for an OrdersUnavailable from any copy of this module; compares `kind`, never uses instanceof. */
+export function isOrdersUnavailable(error: unknown): error is OrdersUnavailable {
+  return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'unavailable';
+}
+
+/** A typed client for the orders service; it never retries on its own, so the caller decides what a retry means. */
+export type OrdersApiClient = {
+  getOrder(input: { orderId: string }): Promise<Order>;
+  refund(input: {
+    orderId: string;
+    amountCents: number;
+    currency: 'BRL' | 'USD';
+    reason: 'damaged' | 'not_delivered' | 'customer_request';
+    idempotencyKey: string;
+    credential?: string;
+  }): Promise<RefundOutcome>;
+  /** The refund applied with this key, or null when the service says the key was never applied. */
+  findRefundByKey(input: { idempotencyKey: string }): Promise<Refund | null>;
+  listRefunds(input?: { orderId?: string }): Promise<Refund[]>;
+  refundCount(input?: { orderId?: string }): Promise<number>;
+  /** Test helper: how many order reads, refund requests and key lookups the service has answered. */
+  businessRequestCount(): Promise<number>;
+  /** Test helper: arms fault switches for one key; omitted switches keep their current count. */
+  setFaults(input: {
+    idempotencyKey: string;
+    loseResponseAfterCommit?: number;
+    unavailable?: number;
+    lookupUnavailable?: number;
+  }): Promise<OrdersFaultSwitches>;
+  /** Test helper: restores the seed orders and clears refunds and faults (only when the service runs with --allow-reset). */
+  reset(): Promise<void>;
+};
+
+const currencySchema = z.enum(['BRL', 'USD']);
+
+const orderSchema = z
+  .object({
+    order_id: z.string(),
+    customer_id: z.string(),
+    total_cents: z.int(),
+    refunded_cents: z.int(),
+    refundable_cents: z.int(),
+    currency: currencySchema,
+  })
+  .transform((body): Order => ({
+    orderId: body.order_id,
+    customerId: body.customer_id,
+    totalCents: body.total_cents,
+    refundedCents: body.refunded_cents,
+    refundableCents: body.refundable_cents,
+    currency: body.currency,
+  }));
+
+const refundSchema = z
+  .object({
+    refund_id: z.string(),
+    order_id: z.string(),
+    amount_cents: z.int(),
+    currency: currencySchema,
+    reason: z.enum(['damaged', 'not_delivered', 'customer_request']),
+    idempotency_key: z.string(),
+    remaining_refundable_cents: z.int(),
+    created_at: z.string(),
+  })
+  .transform((body): Refund => ({
+    refundId: body.refund_id,
+    orderId: body.order_id,
+    amountCents: body.amount_cents,
+    currency: body.currency,
+    reason: body.reason,
+    idempotencyKey: body.idempotency_key,
+    remainingRefundableCents: body.remaining_refundable_cents,
+    createdAt: body.created_at,
+  }));
+
+const refundListSchema = z.object({
+  count: z.int(),
+  refunds: z.array(refundSchema),
+});
+
+const faultSwitchesSchema = z
+  .object({
+    lose_response_after_commit: z.int(),
+    unavailable: z.int(),
+    lookup_unavailable: z.int(),
+  })
+  .transform((body): OrdersFaultSwitches => ({
+    loseResponseAfterCommit: body.lose_response_after_commit,
+    unavailable: body.unavailable,
+    lookupUnavailable: body.lookup_unavailable,
+  }));
+
+const errorBodySchema = z.object({ code: z.string(), message: z.string() });
+
+type RawResponse = { status: number; headers: Headers; body: unknown };
+
+/** Creates a client for the orders service at `baseUrl`; every request gives up after `timeoutMs` (default 5000) with OrdersUnavailable. */
+export function createOrdersApiClient({
+  baseUrl,
+  timeoutMs = 5000,
+}: {
+  baseUrl: string;
+  timeoutMs?: number;
+}): OrdersApiClient {
+  const root = baseUrl.replace(/\/+$/, '');
+
+  async function send({
+    method,
+    path,
+    body,
+    headers = {},
+  }: {
+    method: 'GET' | 'POST';
+    path: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+  }): Promise<RawResponse> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${root}${path}`, {
+        method,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      // Read inside the try: a connection reset can also cut the body short.
+      text = await response.text();
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      throw new OrdersUnavailable({
+        status: null,
+        cause: error,
+        message: timedOut
+          ? `The orders service did not answer ${method} ${path} within ${timeoutMs} ms; whether it took effect is unknown.`
+          : `The orders service could not be reached or dropped the connection on ${method} ${path} (${describeNetworkError(error)}); whether it took effect is unknown.`,
+      });
+    }
+    let parsed: unknown = null;
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text) as unknown;
+      } catch {
+        parsed = text;
+      }
+    }
+    if (response.status >= 500) {
+      const error = errorBodySchema.safeParse(parsed);
+      throw new OrdersUnavailable({
+        status: response.status,
+        message: error.success
+          ? error.data.message
+          : `The orders service answered ${response.status} on ${method} ${path}.`,
+      });
+    }
+    return { status: response.status, headers: response.headers, body: parsed };
+  }
+
+  function rejectionFrom(raw: RawResponse): OrdersRejection {
+    const error = errorBodySchema.safeParse(raw.body);
+    return new OrdersRejection({
+      status: raw.status,
+      code: error.success ? error.data.code : `HTTP_${raw.status}`,
+      message: error.success ? error.data.message : `The orders service answered ${raw.status} without an error body.`,
+    });
+  }
+
+  function expectSuccess<T>(raw: RawResponse, schema: z.ZodType<T>, what: string): T {
+    if (raw.status < 200 || raw.status >= 300) throw rejectionFrom(raw);
+    const result = schema.safeParse(raw.body);
+    // An answer we cannot read is treated like no answer: for a write the effect is unknown, and the
+    // caller resolves it by looking the key up rather than by guessing.
+    if (!result.success) {
+      throw new OrdersUnavailable({
+        status: raw.status,
+        message: `The orders service answered ${what} with a body that does not match its contract: ${z.prettifyError(result.error)}`,
+      });
+    }
+    return result.data;
+  }
+
+  return {
+    async getOrder({ orderId }) {
+      const raw = await send({
+        method: 'GET',
+        path: `/orders/${encodeURIComponent(orderId)}`,
+      });
+      return expectSuccess(raw, orderSchema, 'GET /orders/:orderId');
+    },
+
+    async refund({ orderId, amountCents, currency, reason, idempotencyKey, credential }) {
+      const headers: Record<string, string> = {
+        'idempotency-key': idempotencyKey,
+      };
+      if (credential !== undefined) headers.authorization = `Bearer ${credential}`;
+      const raw = await send({
+        method: 'POST',
+        path: `/orders/${encodeURIComponent(orderId)}/refunds`,
+        headers,
+        body: { amount_cents: amountCents, currency, reason },
+      });
+      const refund = expectSuccess(raw, refundSchema, 'POST /orders/:orderId/refunds');
+      return {
+        refund,
+        replayed: raw.headers.get('idempotent-replayed') === 'true',
+      };
+    },
+
+    async findRefundByKey({ idempotencyKey }) {
+      const raw = await send({
+        method: 'GET',
+        path: `/refunds/by-key/${encodeURIComponent(idempotencyKey)}`,
+      });
+      if (raw.status === 404) {
+        const rejection = rejectionFrom(raw);
+        // Only NOT_APPLIED means "never applied"; any other 404 (a wrong base URL) must not pass for it.
+        if (rejection.code === 'NOT_APPLIED') return null;
+        throw rejection;
+      }
+      return expectSuccess(raw, refundSchema, 'GET /refunds/by-key/:key');
+    },
+
+    async listRefunds({ orderId } = {}) {
+      const query = orderId === undefined ? '' : `?order_id=${encodeURIComponent(orderId)}`;
+      const raw = await send({ method: 'GET', path: `/refunds${query}` });
+      return expectSuccess(raw, refundListSchema, 'GET /refunds').refunds;
+    },
+
+    async refundCount({ orderId } = {}) {
+      const query = orderId === undefined ? '' : `?order_id=${encodeURIComponent(orderId)}`;
+      const raw = await send({ method: 'GET', path: `/refunds${query}` });
+      return expectSuccess(raw, refundListSchema, 'GET /refunds').count;
+    },
+
+    async businessRequestCount() {
+      const raw = await send({ method: 'GET', path: '/stats' });
+      return expectSuccess(raw, z.object({ business_requests: z.int() }), 'GET /stats').business_requests;
+    },
+
+    async setFaults({ idempotencyKey, loseResponseAfterCommit, unavailable, lookupUnavailable }) {
+      const raw = await send({
+        method: 'POST',
+        path: '/faults',
+        body: {
+          idempotency_key: idempotencyKey,
+          lose_response_after_commit: loseResponseAfterCommit,
+          unavailable,
+          lookup_unavailable: lookupUnavailable,
+        },
+      });
+      return expectSuccess(raw, faultSwitchesSchema, 'POST /faults');
+    },
+
+    async reset() {
+      const raw = await send({ method: 'POST', path: '/admin/reset' });
+      if (raw.status !== 200) throw rejectionFrom(raw);
+    },
+  };
+}
+
+function describeNetworkError(error: unknown): string {
+  // fetch wraps socket errors as TypeError("fetch failed") with the real reason in `cause`.
+  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
+  if (cause && typeof cause.code === 'string') return cause.code;
+  if (cause && typeof cause.message === 'string') return cause.message;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { defineToolContract } from '../../src/definitions';
+
+const orderId = z
+  .string()
+  .regex(/^ORD-\d{4}$/)
+  .describe('Order id as the user or get_order gave it, for example ORD-1001. Never invent one.');
+const currency = z.enum(['BRL', 'USD']).describe('Currency of the order; it must match the order currency.');
+
+/** Reads one order. Pure contract: the workflow imports it. */
+export const getOrderContract = defineToolContract({
+  name: 'get_order',
+  description:
+    'Read one order: total, amount already refunded, amount still refundable and currency. No side effects. ' +
+    'Call it before any refund, and to answer questions about an order.',
+  input: z.strictObject({ order_id: orderId }),
+  output: z.strictObject({
+    order_id: z.string(),
+    customer_id: z.string(),
+    total_cents: z.int(),
+    refunded_cents: z.int(),
+    refundable_cents: z.int(),
+    currency: z.enum(['BRL', 'USD']),
+  }),
+  effect: 'read',
+  domainCodes: { ORDER_NOT_FOUND: 'no order has this id' },
+  summarize: (args) => `read ${args.order_id}`,
+});
+
+/** Above this many cents a refund is `critical` rather than `irreversible`. */
+export const criticalRefundCents = 10_000;
+
+/** Refunds part or all of an order: a write whose risk grows with the amount. */
+export const refundOrderContract = defineToolContract({
+  name: 'refund_order',
+  description:
+    'Refund part or all of an order. Call get_order first. Amount in cents, in the order currency. ' +
+    'Only when the user asked for a refund; a question about refunds is not a request.',
+  input: z.strictObject({
+    order_id: orderId,
+    amount_cents: z.int().positive().describe('Refund amount in minor units (cents), an integer: 25.90 is 2590.'),
+    currency,
+    reason: z
+      .enum(['damaged', 'not_delivered', 'customer_request'])
+      .describe('Why the customer is refunded, as the user said it.'),
+  }),
+  output: z.strictObject({
+    refund_id: z.string(),
+    order_id: z.string(),
+    amount_cents: z.int(),
+    currency: z.enum(['BRL', 'USD']),
+    remaining_refundable_cents: z.int(),
+  }),
+  effect: 'write',
+  risk: ({ args }) => (args.amount_cents > criticalRefundCents ? 'critical' : 'irreversible'),
+  domainCodes: {
+    ORDER_NOT_FOUND: 'no order has this id',
+    CURRENCY_MISMATCH: 'the currency is not the order currency',
+    AMOUNT_EXCEEDS_REFUNDABLE: 'the amount is more than what is still refundable on the order',
+  },
+  // The same refund whatever reason the model wrote: the reason does not identify the effect.
+  idempotencyFields: ['order_id', 'amount_cents', 'currency'],
+  summarize: (args) => `refund ${args.amount_cents} ${args.currency} on ${args.order_id}`,
+});
+
+/** The orders domain's contracts, in the order the model sees them. */
+export const ordersContracts = [getOrderContract, refundOrderContract] as const;

@@ -1,0 +1,97 @@
+import type { ImplementedTool } from '../../src/index';
+import { defineToolImplementation, toolRejection, transientToolError } from '../../src/index';
+import type { Order, OrdersApiClient, Refund } from './orders-api-client';
+import { createOrdersApiClient, isOrdersRejection, isOrdersUnavailable } from './orders-api-client';
+import { getOrderContract, refundOrderContract } from './orders-contracts';
+
+/** Turns the orders client's errors into toolgate's: refusals keep their code, outages are transient. */
+function translateError(error: unknown): Error {
+  if (isOrdersRejection(error)) return toolRejection({ code: error.code, message: error.message });
+  if (isOrdersUnavailable(error)) return transientToolError({ message: error.message, cause: error });
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+async function calling<T>(request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (error) {
+    throw translateError(error);
+  }
+}
+
+function orderOutput(order: Order) {
+  return {
+    order_id: order.orderId,
+    customer_id: order.customerId,
+    total_cents: order.totalCents,
+    refunded_cents: order.refundedCents,
+    refundable_cents: order.refundableCents,
+    currency: order.currency,
+  };
+}
+
+function refundOutput(refund: Refund) {
+  return {
+    refund_id: refund.refundId,
+    order_id: refund.orderId,
+    amount_cents: refund.amountCents,
+    currency: refund.currency,
+    remaining_refundable_cents: refund.remainingRefundableCents,
+  };
+}
+
+/**
+ * The orders tools' implementations, talking to the orders service over HTTP. Refunds carry the
+ * call id as idempotency key on every attempt; a lost response is resolved by asking for the key.
+ */
+export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiClient }): ImplementedTool[] {
+  const api = input.api ?? createOrdersApiClient({ baseUrl: input.ordersUrl });
+  const getOrder = defineToolImplementation(getOrderContract, {
+    execute: async ({ args }) => orderOutput(await calling(() => api.getOrder({ orderId: args.order_id }))),
+  });
+  const refundOrder = defineToolImplementation(refundOrderContract, {
+    check: async ({ args }) => {
+      const order = await calling(() => api.getOrder({ orderId: args.order_id }));
+      if (args.currency !== order.currency) {
+        throw toolRejection({
+          code: 'CURRENCY_MISMATCH',
+          message: `Order ${order.orderId} is in ${order.currency}, not ${args.currency}. Use the order currency.`,
+          data: { orderCurrency: order.currency },
+        });
+      }
+      if (args.amount_cents > order.refundableCents) {
+        throw toolRejection({
+          code: 'AMOUNT_EXCEEDS_REFUNDABLE',
+          message:
+            `Only ${order.refundableCents} cents can still be refunded on ${order.orderId}. ` +
+            'Ask the user whether to refund that amount instead.',
+          data: { refundableCents: order.refundableCents },
+        });
+      }
+    },
+    execute: async ({ args, idempotencyKey }) => {
+      const outcome = await calling(() =>
+        api.refund({
+          orderId: args.order_id,
+          amountCents: args.amount_cents,
+          currency: args.currency,
+          reason: args.reason,
+          idempotencyKey,
+        }),
+      );
+      return refundOutput(outcome.refund);
+    },
+    findApplied: async ({ idempotencyKey }) => {
+      const refund = await calling(() => api.findRefundByKey({ idempotencyKey }));
+      return refund ? { applied: true, output: refundOutput(refund) } : { applied: false };
+    },
+    verify: async ({ args, output, callId }) => {
+      const refund = await calling(() => api.findRefundByKey({ idempotencyKey: callId }));
+      if (!refund) throw new Error(`no refund is recorded under key ${callId}`);
+      if (refund.refundId !== output.refund_id || refund.amountCents !== args.amount_cents) {
+        throw new Error(`the recorded refund ${refund.refundId} does not match what was asked`);
+      }
+    },
+  });
+  return [getOrder, refundOrder];
+}

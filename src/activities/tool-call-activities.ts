@@ -1,0 +1,159 @@
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { AuditRecord, AuditStore } from '../audit/audit-store';
+import type { LoadedPolicy } from '../policy/load-policy';
+import type { CallerPolicy } from '../policy/policy-schema';
+import type { ImplementedTool, ToolImplementation } from '../tools/define-tool-implementation';
+import { toolErrorKind } from '../tools/tool-errors';
+import type { RiskLevel } from '../tools/risk-levels';
+
+/** What every activity of a call receives: the tool, the call id and the validated arguments. */
+export interface ToolCallActivityInput {
+  tool: string;
+  callId: string;
+  args: Record<string, unknown>;
+}
+
+/** A business check's answer: pass, or a refusal with one of the tool's domain codes. */
+export type CheckOutcome =
+  | { ok: true }
+  | { ok: false; code: string; message: string; data?: Record<string, unknown> };
+
+/** The policy slice one call needs, and the version it came from (recorded in history). */
+export interface CallerPolicySnapshot {
+  version: string;
+  callerPolicy: CallerPolicy | null;
+  approvalCeiling: RiskLevel | null;
+}
+
+/** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
+export const executionFailureTypes = {
+  rejected: 'TOOL_REJECTED',
+  transient: 'UPSTREAM_UNAVAILABLE',
+  internal: 'INTERNAL_ERROR',
+} as const;
+
+/** What the activities need, passed in by the worker. */
+export interface ToolCallActivityDependencies {
+  tools: readonly ImplementedTool[];
+  /** The current policy; workers may reload it, each call records the version it used. */
+  policy: () => LoadedPolicy;
+  audit: AuditStore;
+}
+
+/**
+ * Builds the activities of the call workflow. Business refusals come back as values or
+ * non-retryable failures; transient failures are retryable; anything unexpected is logged here
+ * and reported to the workflow as `INTERNAL_ERROR` without its details.
+ */
+export function createToolCallActivities(dependencies: ToolCallActivityDependencies) {
+  const byName = new Map(dependencies.tools.map((tool) => [tool.contract.name, tool]));
+  const toolNamed = (name: string): ImplementedTool => {
+    const tool = byName.get(name);
+    if (!tool) {
+      throw ApplicationFailure.nonRetryable(`no implementation registered for tool "${name}"`, 'INTERNAL_ERROR');
+    }
+    return tool;
+  };
+
+  const failureFrom = (input: { tool: ImplementedTool; error: unknown; stage: string }): ApplicationFailure => {
+    const { tool, error } = input;
+    const kind = toolErrorKind(error);
+    if (kind === 'transient') {
+      return ApplicationFailure.retryable((error as Error).message, executionFailureTypes.transient);
+    }
+    if (kind === 'rejection') {
+      const rejection = error as Error & { code: string; data?: Record<string, unknown> };
+      if (rejection.code in tool.contract.domainCodes || rejection.code === 'IDEMPOTENCY_CONFLICT') {
+        return ApplicationFailure.nonRetryable(rejection.message, executionFailureTypes.rejected, {
+          code: rejection.code,
+          message: rejection.message,
+          data: rejection.data,
+        });
+      }
+      log.error('tool answered with an undeclared domain code', { tool: tool.contract.name, code: rejection.code });
+    } else {
+      log.error(`tool ${input.stage} failed unexpectedly`, {
+        tool: tool.contract.name,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      });
+    }
+    return ApplicationFailure.nonRetryable('the tool failed unexpectedly', executionFailureTypes.internal);
+  };
+
+  return {
+    /** Reads the caller's part of the current policy; run as a local activity so its answer is in history. */
+    async loadCallerPolicy(input: { caller: string }): Promise<CallerPolicySnapshot> {
+      const policy = dependencies.policy();
+      return { version: policy.version, callerPolicy: policy.callerPolicy(input.caller), approvalCeiling: null };
+    },
+
+    /** Runs the tool's read-only business checks; a refusal is a value, never retried. */
+    async checkToolCall(input: ToolCallActivityInput): Promise<CheckOutcome> {
+      const tool = toolNamed(input.tool);
+      if (!tool.implementation.check) return { ok: true };
+      try {
+        await tool.implementation.check({ args: input.args, callId: input.callId });
+        return { ok: true };
+      } catch (error) {
+        const failure = failureFrom({ tool, error, stage: 'check' });
+        if (failure.type === executionFailureTypes.rejected) {
+          const details = failure.details?.[0] as { code: string; message: string; data?: Record<string, unknown> };
+          return { ok: false, code: details.code, message: details.message, ...(details.data ? { data: details.data } : {}) };
+        }
+        throw failure;
+      }
+    },
+
+    /** Performs the call with the call id as idempotency key on every attempt. */
+    async executeToolCall(input: ToolCallActivityInput): Promise<{ output: unknown }> {
+      const tool = toolNamed(input.tool);
+      try {
+        const output = await tool.implementation.execute({
+          args: input.args,
+          callId: input.callId,
+          idempotencyKey: input.callId,
+          attempt: Context.current().info.attempt,
+        });
+        return { output };
+      } catch (error) {
+        throw failureFrom({ tool, error, stage: 'execute' });
+      }
+    },
+
+    /** Asks the backend whether the call's key was applied; a failure here means the effect is unknown. */
+    async findAppliedEffect(input: ToolCallActivityInput): Promise<{ applied: boolean; output?: unknown }> {
+      const tool = toolNamed(input.tool);
+      const findApplied: ToolImplementation['findApplied'] = tool.implementation.findApplied;
+      if (!findApplied) return { applied: false };
+      try {
+        const found = await findApplied({ args: input.args, callId: input.callId, idempotencyKey: input.callId });
+        return found.applied ? { applied: true, output: found.output } : { applied: false };
+      } catch (error) {
+        throw failureFrom({ tool, error, stage: 'lookup' });
+      }
+    },
+
+    /** Reads the effect back; a mismatch is a value, an unreachable backend is retried. */
+    async verifyToolEffect(input: ToolCallActivityInput & { output: unknown }): Promise<CheckOutcome> {
+      const tool = toolNamed(input.tool);
+      if (!tool.implementation.verify) return { ok: true };
+      try {
+        await tool.implementation.verify({ args: input.args, callId: input.callId, output: input.output });
+        return { ok: true };
+      } catch (error) {
+        if (toolErrorKind(error) === 'transient') throw failureFrom({ tool, error, stage: 'verify' });
+        log.warn('effect verification failed', { tool: input.tool, callId: input.callId, error: String(error) });
+        return { ok: false, code: 'VERIFICATION_FAILED', message: (error as Error).message };
+      }
+    },
+
+    /** Appends the call's final record; idempotent on (call id, run id), so a retried append writes once. */
+    async appendAuditRecord(record: AuditRecord): Promise<{ appended: boolean }> {
+      return { appended: dependencies.audit.append(record) };
+    },
+  };
+}
+
+/** The activities a call workflow schedules, by name; workflows import this type only. */
+export type ToolCallActivities = ReturnType<typeof createToolCallActivities>;

@@ -1,0 +1,92 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ToolResult } from '../shared/tool-result';
+
+/** The final record of one run of one call; it outlives Temporal's retention. */
+export interface AuditRecord {
+  callId: string;
+  runId: string;
+  session: string;
+  caller: string;
+  tool: string;
+  /** The proposal as the model sent it (raw arguments text). */
+  rawArguments: string;
+  intentId?: string;
+  validatedArguments?: Record<string, unknown>;
+  riskLevel?: string;
+  policyVersion?: string;
+  code: string;
+  ok: boolean;
+  effect: ToolResult['effect'];
+  result: ToolResult;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+}
+
+/** An append-only store of audit records. */
+export interface AuditStore {
+  /** Appends a record; appending the same (call id, run id) again changes nothing. Returns whether it was new. */
+  append(record: AuditRecord): boolean;
+  /** Every record of a call, oldest first. */
+  recordsOf(callId: string): AuditRecord[];
+  /** The newest records, newest first. */
+  recent(input?: { limit?: number }): AuditRecord[];
+  close(): void;
+}
+
+/**
+ * Opens (creating when missing) a SQLite audit store. Rows can be inserted only: triggers refuse
+ * updates and deletes, so a record, once written, stays as written.
+ */
+export function openSqliteAuditStore(input: { path: string }): AuditStore {
+  if (input.path !== ':memory:') mkdirSync(dirname(input.path), { recursive: true });
+  const database = new Database(input.path);
+  database.pragma('journal_mode = WAL');
+  database.pragma('busy_timeout = 5000');
+  database.exec(`
+    CREATE TABLE IF NOT EXISTS audit_records (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      call_id TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      tool TEXT NOT NULL,
+      caller TEXT NOT NULL,
+      session TEXT NOT NULL,
+      code TEXT NOT NULL,
+      effect TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      record TEXT NOT NULL,
+      UNIQUE (call_id, run_id)
+    );
+    CREATE INDEX IF NOT EXISTS audit_records_by_session ON audit_records (session);
+    CREATE TRIGGER IF NOT EXISTS audit_records_no_update BEFORE UPDATE ON audit_records
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS audit_records_no_delete BEFORE DELETE ON audit_records
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
+  `);
+  const insert = database.prepare(`
+    INSERT OR IGNORE INTO audit_records (call_id, run_id, tool, caller, session, code, effect, recorded_at, record)
+    VALUES (@callId, @runId, @tool, @caller, @session, @code, @effect, @recordedAt, @record)`);
+  const byCall = database.prepare('SELECT record FROM audit_records WHERE call_id = ? ORDER BY sequence');
+  const newest = database.prepare('SELECT record FROM audit_records ORDER BY sequence DESC LIMIT ?');
+  const parse = (rows: unknown[]): AuditRecord[] =>
+    rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
+  return {
+    append: (record) =>
+      insert.run({
+        callId: record.callId,
+        runId: record.runId,
+        tool: record.tool,
+        caller: record.caller,
+        session: record.session,
+        code: record.code,
+        effect: record.effect,
+        recordedAt: new Date().toISOString(),
+        record: JSON.stringify(record),
+      }).changes === 1,
+    recordsOf: (callId) => parse(byCall.all(callId)),
+    recent: (options) => parse(newest.all(options?.limit ?? 50)),
+    close: () => database.close(),
+  };
+}

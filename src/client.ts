@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { z } from 'zod';
+import type { LoadedPolicy } from './policy/load-policy';
+import { canonicalJson } from './shared/canonical-json';
+import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
+import type { Proposal } from './shared/proposal';
+import { callStateQuery, defaultTaskQueue, proposeUpdate, searchAttributes, toolCallWorkflowType } from './shared/temporal';
+import type { ToolResult } from './shared/tool-result';
+import { rejection } from './shared/tool-result';
+import type { ToolContract, ToolInputSchema } from './tools/define-tool';
+import type { ToolDefinition, ToolRegistry } from './tools/tool-registry';
+import { createToolRegistry } from './tools/tool-registry';
+
+/** One call as an agent harness proposes it: the model's tool name and raw arguments. */
+export interface CallInput {
+  session: string;
+  caller: string;
+  tool: string;
+  /** The raw JSON text the model produced, or an object. */
+  arguments: string | Record<string, unknown>;
+  /** The id of a human confirmation; the same intent with other arguments is `IDEMPOTENCY_CONFLICT`. */
+  intentId?: string;
+}
+
+/** What the client needs: a Temporal client and the same tool contracts the workers run. */
+export interface ToolGateClientOptions {
+  client: Client;
+  tools: readonly ToolContract<ToolInputSchema, z.ZodType>[];
+  taskQueue?: string;
+  /** Used only to pick each caller's definitions; the workers enforce their own copy. */
+  policy?: LoadedPolicy;
+}
+
+const memoArgumentsDigest = 'argumentsDigest';
+
+/**
+ * The agent harness's entry point. `call` never throws for anything the model sent: every
+ * outcome is a `ToolResult`. Proposing the same call again joins or replays it; it never applies
+ * an effect twice.
+ */
+export class ToolGateClient {
+  private readonly client: Client;
+  private readonly registry: ToolRegistry;
+  private readonly taskQueue: string;
+  private readonly policy: LoadedPolicy | undefined;
+
+  constructor(options: ToolGateClientOptions) {
+    this.client = options.client;
+    this.registry = createToolRegistry({ tools: options.tools });
+    this.taskQueue = options.taskQueue ?? defaultTaskQueue;
+    this.policy = options.policy;
+  }
+
+  /** The call id a proposal maps to, computed without starting anything. */
+  callIdOf(input: CallInput): string {
+    const proposal = capProposal(input);
+    return deriveCallId({ proposal, idempotencyFields: this.contractOf(proposal)?.idempotencyFields });
+  }
+
+  /**
+   * Proposes a call and waits for its answer. A completed write proposed again is not run again:
+   * its recorded result comes back with `replayed: true`.
+   */
+  async call(input: CallInput): Promise<ToolResult> {
+    const proposal = capProposal(input);
+    const contract = this.contractOf(proposal);
+    const callId = deriveCallId({ proposal, idempotencyFields: contract?.idempotencyFields });
+    const proposalId = randomUUID();
+    const request = { proposalId, proposal };
+    const startWorkflowOperation = new WithStartWorkflowOperation(toolCallWorkflowType, {
+      workflowId: callId,
+      taskQueue: this.taskQueue,
+      args: [request],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',
+      // Names only the tool and the caller: no model text is shown before validation.
+      staticSummary: `${contract ? contract.name : 'unknown tool'} for ${proposal.caller}`,
+      memo: { [memoArgumentsDigest]: proposalArgumentsDigest(proposal) },
+      typedSearchAttributes: [
+        { key: searchAttributes.toolName, value: contract ? contract.name : proposal.tool },
+        { key: searchAttributes.caller, value: proposal.caller },
+        { key: searchAttributes.sessionId, value: proposal.session },
+        { key: searchAttributes.approvalState, value: 'none' },
+      ],
+    });
+    try {
+      const response = await this.client.workflow.executeUpdateWithStart(proposeUpdate, {
+        args: [request],
+        updateId: proposalId,
+        startWorkflowOperation,
+      });
+      return response.result;
+    } catch (error) {
+      if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') {
+        return this.replayCompleted({ callId, proposal });
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * The result of a call by id. With `wait`, blocks until the call is final; without, returns
+   * `null` while the call has no answer yet. A call that does not exist is `CALL_NOT_FOUND`.
+   */
+  async result(callId: string, options: { wait: boolean } = { wait: true }): Promise<ToolResult | null> {
+    const handle = this.client.workflow.getHandle(callId);
+    if (!options.wait) {
+      let status: string;
+      try {
+        status = (await handle.describe()).status.name;
+      } catch (error) {
+        if (errorName(error) === 'WorkflowNotFoundError') return callNotFound(callId);
+        throw error;
+      }
+      if (status === 'RUNNING') return (await handle.query(callStateQuery)).result ?? null;
+    }
+    try {
+      return (await handle.result()) as ToolResult;
+    } catch (error) {
+      return toolResultOfFailure({ error, callId });
+    }
+  }
+
+  /** Provider-neutral definitions for the model: the caller's allowed tools when a policy was given. */
+  definitions(caller?: string): ToolDefinition[] {
+    if (caller === undefined || !this.policy) return this.registry.definitions();
+    return this.registry.definitions({ only: this.policy.callerPolicy(caller)?.tools ?? [] });
+  }
+
+  private contractOf(proposal: Proposal) {
+    return proposal.toolNameTruncated ? undefined : this.registry.get(proposal.tool);
+  }
+
+  private async replayCompleted(input: { callId: string; proposal: Proposal }): Promise<ToolResult> {
+    const { callId, proposal } = input;
+    const handle = this.client.workflow.getHandle(callId);
+    if (proposal.intentId !== undefined) {
+      const description = await handle.describe();
+      const recorded = description.memo?.[memoArgumentsDigest];
+      if (recorded !== proposalArgumentsDigest(proposal)) {
+        return rejection({
+          tool: proposal.tool,
+          callId,
+          code: 'IDEMPOTENCY_CONFLICT',
+          message:
+            `intent "${proposal.intentId}" was already used for ${proposal.tool} with other arguments. ` +
+            'Nothing was applied for this proposal. Do not retry; ask the user to confirm the request again.',
+        });
+      }
+    }
+    const recordedResult = await this.result(callId, { wait: true });
+    return { ...(recordedResult ?? callNotFound(callId)), replayed: true };
+  }
+}
+
+function errorName(error: unknown): string | undefined {
+  return error instanceof Error ? error.name : undefined;
+}
+
+function callNotFound(callId: string): ToolResult {
+  return rejection({
+    tool: '',
+    callId,
+    code: 'CALL_NOT_FOUND',
+    message: `No call ${callId} is visible to you. Check the id.`,
+  });
+}
+
+function toolResultOfFailure(input: { error: unknown; callId: string }): ToolResult {
+  const { error, callId } = input;
+  if (errorName(error) === 'WorkflowNotFoundError') return callNotFound(callId);
+  const cause = (error as { cause?: { details?: unknown[]; name?: string } }).cause;
+  const detail = cause?.details?.[0];
+  if (isToolResult(detail)) return detail;
+  // Terminated, cancelled or timed out from outside toolgate: say so, and never guess the effect.
+  return rejection({
+    tool: '',
+    callId,
+    code: 'INTERNAL_ERROR',
+    message: `Call ${callId} was stopped outside toolgate. Do not retry; tell the user.`,
+    effect: 'unknown',
+    data: { reason: canonicalJson(cause?.name ?? errorName(error) ?? 'unknown') },
+  });
+}
+
+function isToolResult(value: unknown): value is ToolResult {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    typeof (value as ToolResult).code === 'string' &&
+    typeof (value as ToolResult).ok === 'boolean'
+  );
+}

@@ -1,0 +1,73 @@
+import type { AnyToolContract } from '../tools/define-tool';
+import type { RiskLevel } from '../tools/risk-levels';
+import { riskRank } from '../tools/risk-levels';
+import type { CallerPolicy } from './policy-schema';
+
+/** The policy's answer for one validated call: allowed at a risk level (maybe with approval), or refused. */
+export type PolicyVerdict =
+  | { allowed: true; riskLevel: RiskLevel; needsApproval: boolean }
+  | {
+      allowed: false;
+      code: 'POLICY_LIMIT' | 'PERMISSION_DENIED';
+      riskLevel: RiskLevel;
+      message: string;
+      data: Record<string, unknown>;
+    };
+
+/** True when the caller's allowlist names the tool. */
+export function isToolAllowed(input: { callerPolicy: CallerPolicy | null; tool: string }): boolean {
+  return input.callerPolicy?.tools.includes(input.tool) ?? false;
+}
+
+/**
+ * Classifies a validated call and applies the caller's policy, in DESIGN.md's order: per-tool
+ * limits, then the highest level this caller may have approved, then autonomy. Pure.
+ */
+export function evaluatePolicy(input: {
+  contract: AnyToolContract;
+  args: Record<string, unknown>;
+  caller: string;
+  callerPolicy: CallerPolicy;
+  /** The highest level an approver may approve for this caller; `null` while no approval is available. */
+  approvalCeiling: RiskLevel | null;
+}): PolicyVerdict {
+  const { contract, args, caller, callerPolicy } = input;
+  const riskLevel = contract.risk({ args });
+  const limits = callerPolicy.limits?.[contract.name] ?? {};
+  for (const [field, limit] of Object.entries(limits)) {
+    const value = args[field];
+    if (typeof value !== 'number') continue;
+    const over = limit.max !== undefined && value > limit.max;
+    const under = limit.min !== undefined && value < limit.min;
+    if (over || under) {
+      const bound = over ? `above this caller's limit of ${limit.max}` : `below this caller's minimum of ${limit.min}`;
+      return {
+        allowed: false,
+        code: 'POLICY_LIMIT',
+        riskLevel,
+        message:
+          `${contract.name}: ${field} ${value} is ${bound}. This cannot be done by you: do not retry ` +
+          `with other values to get around it; tell the user a human agent must handle it.`,
+        data: { field, value, ...limit },
+      };
+    }
+  }
+  const needsApproval = riskRank(riskLevel) > riskRank(callerPolicy.autonomy);
+  if (!needsApproval) return { allowed: true, riskLevel, needsApproval };
+  if (input.approvalCeiling === null || riskRank(riskLevel) > riskRank(input.approvalCeiling)) {
+    const reason =
+      input.approvalCeiling === null
+        ? 'human approval is not available in this deployment'
+        : `approvals for ${caller} go up to "${input.approvalCeiling}" only`;
+    return {
+      allowed: false,
+      code: 'PERMISSION_DENIED',
+      riskLevel,
+      message:
+        `${contract.name} at risk level "${riskLevel}" is above what ${caller} may do alone ` +
+        `("${callerPolicy.autonomy}"), and ${reason}. Do not retry; tell the user a human agent must do it.`,
+      data: { riskLevel, autonomy: callerPolicy.autonomy },
+    };
+  }
+  return { allowed: true, riskLevel, needsApproval };
+}

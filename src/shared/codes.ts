@@ -1,0 +1,65 @@
+/**
+ * The one list of stable result codes. Tests, messages and dashboards use these strings;
+ * a code, once shipped, never changes meaning.
+ */
+export const errorCodes = [
+  // step 0: session admission
+  'UNAUTHENTICATED_CALLER',
+  'STEP_LIMIT',
+  'LOOP_DETECTED',
+  'CIRCUIT_OPEN',
+  'SESSION_CLOSED',
+  // step 1: resolution and allowlist
+  'UNKNOWN_TOOL',
+  'TOOL_NOT_ALLOWED',
+  // step 2 and 3: parsing and schema
+  'INVALID_JSON',
+  'INVALID_ARGUMENTS',
+  // step 4: idempotency
+  'IDEMPOTENCY_CONFLICT',
+  // step 5: policy
+  'POLICY_LIMIT',
+  'PERMISSION_DENIED',
+  // step 7: approval
+  'APPROVAL_PENDING',
+  'APPROVAL_DENIED',
+  'APPROVAL_EXPIRED',
+  // step 8 and 9: execution and verification
+  'UPSTREAM_UNAVAILABLE',
+  'INTERNAL_ERROR',
+  'VERIFICATION_FAILED',
+  'OUTPUT_CONTRACT_VIOLATION',
+  // lookups
+  'CALL_NOT_FOUND',
+] as const;
+
+/** A code toolgate itself produces; tools add their own domain codes. */
+export type ErrorCode = (typeof errorCodes)[number];
+
+/**
+ * What an approver is told when a decision is refused. Kept apart from the call codes because a
+ * refused decision changes nothing about the call.
+ */
+export const decisionRefusalCodes = [
+  'APPROVER_UNKNOWN',
+  'APPROVER_NOT_ALLOWED',
+  'SELF_APPROVAL',
+  'DIGEST_MISMATCH',
+  'SIGNATURE_INVALID',
+  'DECISION_REPLAYED',
+  'ALREADY_DECIDED',
+  'APPROVAL_EXPIRED',
+] as const;
+
+/** A reason a decision was refused. */
+export type DecisionRefusalCode = (typeof decisionRefusalCodes)[number];
+
+/** The pattern every code, built in or declared by a tool, must match. */
+export const codePattern = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
+
+const builtInCodes: ReadonlySet<string> = new Set<string>([...errorCodes, ...decisionRefusalCodes, 'OK']);
+
+/** True when `code` is one of toolgate's own codes (a tool may not redeclare one as its domain code). */
+export function isBuiltInCode(code: string): boolean {
+  return builtInCodes.has(code);
+}

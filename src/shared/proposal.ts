@@ -1,0 +1,129 @@
+import { canonicalJson, sha256Hex } from './canonical-json';
+
+/** The longest tool name a proposal carries; longer names are cut and can match no tool. */
+export const maxToolNameLength = 200;
+/** The largest raw arguments text a proposal carries (UTF-8 bytes); larger ones are `INVALID_JSON`. */
+export const maxArgumentsBytes = 256 * 1024;
+
+/**
+ * One proposed call as it travels into the workflow: the model's raw text, capped so that no
+ * proposal can make the start itself fail.
+ */
+export interface Proposal {
+  session: string;
+  caller: string;
+  tool: string;
+  /** The raw JSON text the model produced (an object given by the harness is serialised). */
+  rawArguments: string;
+  /** Set when the raw text was over `maxArgumentsBytes`; `rawArguments` is then empty. */
+  argumentsTooLarge?: { bytes: number; sha256: string };
+  /** Set when the model's tool name was longer than `maxToolNameLength` and was cut. */
+  toolNameTruncated?: true;
+  intentId?: string;
+}
+
+/** The outcome of parsing raw arguments: a JSON object, or why it is not one. */
+export type ParsedArguments =
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; message: string; parsedValue?: unknown };
+
+/** Parses raw arguments; an empty text means no arguments (`{}`), anything but an object is refused. */
+export function parseArguments(rawArguments: string): ParsedArguments {
+  if (rawArguments.trim() === '') return { ok: true, value: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(rawArguments);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return { ok: false, message: `The arguments are not valid JSON (${detail}). Send one JSON object.` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    const kind = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
+    return {
+      ok: false,
+      message: `The arguments are ${kind}, not a JSON object. Send one JSON object with the tool's fields.`,
+      parsedValue: value,
+    };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** Builds the proposal the workflow receives, applying the caps; never throws on the model's input. */
+export function capProposal(input: {
+  session: string;
+  caller: string;
+  tool: string;
+  arguments: string | Record<string, unknown>;
+  intentId?: string;
+}): Proposal {
+  const rawText = typeof input.arguments === 'string' ? input.arguments : JSON.stringify(input.arguments);
+  const proposal: Proposal = {
+    session: input.session,
+    caller: input.caller,
+    tool: input.tool,
+    rawArguments: rawText,
+  };
+  if (input.tool.length > maxToolNameLength) {
+    proposal.tool = input.tool.slice(0, maxToolNameLength);
+    proposal.toolNameTruncated = true;
+  }
+  const bytes = utf8Length(rawText);
+  if (bytes > maxArgumentsBytes) {
+    proposal.rawArguments = '';
+    proposal.argumentsTooLarge = { bytes, sha256: sha256Hex(rawText) };
+  }
+  if (input.intentId !== undefined) proposal.intentId = input.intentId;
+  return proposal;
+}
+
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      bytes += 4;
+      index++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * The arguments part of the idempotency key: the canonical parsed value restricted to the tool's
+ * `idempotencyFields`, or the raw text when it does not parse.
+ */
+export function keyArguments(input: {
+  proposal: Proposal;
+  idempotencyFields?: readonly string[] | undefined;
+}): unknown {
+  const { proposal } = input;
+  if (proposal.argumentsTooLarge) return { tooLarge: proposal.argumentsTooLarge.sha256 };
+  const parsed = parseArguments(proposal.rawArguments);
+  if (!parsed.ok) return 'parsedValue' in parsed ? parsed.parsedValue : proposal.rawArguments;
+  if (!input.idempotencyFields) return parsed.value;
+  const restricted: Record<string, unknown> = {};
+  for (const field of input.idempotencyFields) {
+    if (field in parsed.value) restricted[field] = parsed.value[field];
+  }
+  return restricted;
+}
+
+/**
+ * The call id: the workflow ID and the idempotency key of every attempt. The same proposal,
+ * whatever its whitespace or key order, always yields the same id.
+ */
+export function deriveCallId(input: { proposal: Proposal; idempotencyFields?: readonly string[] | undefined }): string {
+  const { proposal } = input;
+  const key =
+    proposal.intentId !== undefined
+      ? [proposal.caller, proposal.tool, `intent:${proposal.intentId}`]
+      : [proposal.caller, proposal.tool, `session:${proposal.session}`, keyArguments(input)];
+  return `tc-${sha256Hex(canonicalJson(key))}`;
+}
+
+/** Digest of what the proposal asks for (all arguments), used to refuse an `intentId` reused with other arguments. */
+export function proposalArgumentsDigest(proposal: Proposal): string {
+  return sha256Hex(canonicalJson(keyArguments({ proposal })));
+}

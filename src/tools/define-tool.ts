@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import { codePattern, isBuiltInCode } from '../shared/codes';
+import type { RiskLevel } from './risk-levels';
+import { riskLevels } from './risk-levels';
+
+/** A tool's input schema: a strict zod object, so unknown fields are errors. */
+export type ToolInputSchema = z.ZodObject;
+
+/** Whether a tool only reads or changes the world; fixed for the tool. */
+export type EffectKind = 'read' | 'write';
+
+/** How the executor retries a tool's side effect; every attempt carries the same idempotency key. */
+export interface ExecutionRetry {
+  /** Attempts in all, the first included. */
+  maximumAttempts: number;
+  /** Wait before the first retry, in milliseconds. */
+  initialIntervalMs: number;
+  /** Longest wait between two attempts, in milliseconds. */
+  maximumIntervalMs: number;
+  backoffCoefficient: number;
+  /** How long one attempt may take, in milliseconds. */
+  attemptTimeoutMs: number;
+}
+
+/** What a risk function sees: the validated arguments only (the caller's policy applies its own limits). */
+export interface RiskInput<Args> {
+  args: Args;
+}
+
+/** The pure half of a tool: what the model sees and what the workflow validates and classifies. */
+export interface ToolContract<
+  Input extends ToolInputSchema = ToolInputSchema,
+  Output extends z.ZodType = z.ZodType,
+> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: Input;
+  readonly output: Output;
+  readonly effect: EffectKind;
+  /** For a write: a pure function of the validated arguments. Reads are always `read`. */
+  readonly risk: (input: RiskInput<z.output<Input>>) => RiskLevel;
+  /** The domain codes the tool's checks and executor may answer with, each with what it means. */
+  readonly domainCodes: Readonly<Record<string, string>>;
+  /** Fields that identify the effect; others (e.g. a free-text reason) do not change the call id. */
+  readonly idempotencyFields?: readonly string[];
+  /** A short line a person reads in the Temporal UI, e.g. `refund 2590 BRL on ORD-1001`. */
+  readonly summarize: (args: z.output<Input>) => string;
+  /** Overrides the executor's retry for this tool. */
+  readonly retry?: Partial<ExecutionRetry>;
+}
+
+/** A tool contract whose argument types have been erased, as the registry and the workflow hold it. */
+export type AnyToolContract = ToolContract<ToolInputSchema, z.ZodType>;
+
+/** Everything a tool author declares for the contract. */
+export interface ToolContractDefinition<Input extends ToolInputSchema, Output extends z.ZodType> {
+  name: string;
+  description: string;
+  input: Input;
+  output: Output;
+  effect: EffectKind;
+  risk?: (input: RiskInput<z.output<Input>>) => RiskLevel;
+  domainCodes?: Record<string, string>;
+  idempotencyFields?: readonly (keyof z.output<Input> & string)[];
+  summarize?: (args: z.output<Input>) => string;
+  retry?: Partial<ExecutionRetry>;
+}
+
+/** A tool definition broke a rule; the message names the tool, the rule and the fix. */
+export class ToolDefinitionError extends Error {
+  override readonly name = 'ToolDefinitionError';
+}
+
+const toolNamePattern = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+
+/**
+ * Defines a tool's contract and checks it at once: a definition that breaks a rule throws at
+ * start-up with what to fix, never at the first call.
+ */
+export function defineToolContract<Input extends ToolInputSchema, Output extends z.ZodType>(
+  definition: ToolContractDefinition<Input, Output>,
+): ToolContract<Input, Output> {
+  const fail = (problem: string): never => {
+    throw new ToolDefinitionError(`tool "${String(definition.name)}": ${problem}`);
+  };
+  if (typeof definition.name !== 'string' || !toolNamePattern.test(definition.name)) {
+    fail('the name must be 1-64 letters, digits, "_" or "-", starting with a letter (providers refuse others)');
+  }
+  if (typeof definition.description !== 'string' || definition.description.trim().length < 10) {
+    fail('write a description for the model: what the tool does, when to call it, what it never does');
+  }
+  if (!(definition.input instanceof z.ZodObject)) fail('input must be a zod object schema (z.strictObject({...}))');
+  if (definition.input._zod.def.catchall?._zod.def.type !== 'never') {
+    fail('input must reject unknown fields: use z.strictObject({...}) or .strict()');
+  }
+  checkFields({ shape: definition.input.shape, path: '', fail });
+  if (!(definition.output instanceof z.ZodType)) fail('output must be a zod schema');
+  if (definition.effect !== 'read' && definition.effect !== 'write') fail('effect must be "read" or "write"');
+  if (definition.effect === 'write' && typeof definition.risk !== 'function') {
+    fail('a write tool needs a risk function: ({ args }) => "reversible" | "irreversible" | "critical"');
+  }
+  if (definition.effect === 'read' && definition.risk !== undefined) {
+    fail('a read tool has no risk function: reads are always "read"');
+  }
+  const domainCodes = definition.domainCodes ?? {};
+  for (const code of Object.keys(domainCodes)) {
+    if (!codePattern.test(code)) fail(`domain code "${code}" must be SCREAMING_SNAKE_CASE`);
+    if (isBuiltInCode(code)) fail(`domain code "${code}" is one of toolgate's own codes; pick a domain name`);
+  }
+  for (const field of definition.idempotencyFields ?? []) {
+    if (!(field in definition.input.shape)) {
+      fail(`idempotencyFields names "${field}", which is not an input field`);
+    }
+  }
+  const risk = definition.risk;
+  const name = definition.name;
+  return Object.freeze({
+    name,
+    description: definition.description,
+    input: definition.input,
+    output: definition.output,
+    effect: definition.effect,
+    risk: (riskInput: RiskInput<z.output<Input>>): RiskLevel => {
+      if (definition.effect === 'read' || !risk) return 'read';
+      const level = risk(riskInput);
+      // A write classified as `read` would skip every gate; treat it as the least write level instead.
+      if (!riskLevels.includes(level) || level === 'read') return 'reversible';
+      return level;
+    },
+    domainCodes: Object.freeze({ ...domainCodes }),
+    ...(definition.idempotencyFields ? { idempotencyFields: [...definition.idempotencyFields] } : {}),
+    summarize: definition.summarize ?? ((): string => name),
+    ...(definition.retry ? { retry: { ...definition.retry } } : {}),
+  });
+}
+
+function checkFields(input: { shape: Record<string, z.ZodType>; path: string; fail: (problem: string) => never }): void {
+  for (const [key, field] of Object.entries(input.shape)) {
+    const path = input.path ? `${input.path}.${key}` : key;
+    if (!field.description) {
+      input.fail(`input field "${path}" needs .describe(...): the model reads it, and errors repeat it`);
+    }
+    const inner = unwrap(field);
+    if ((inner._zod.def as { coerce?: boolean }).coerce) {
+      input.fail(`input field "${path}" coerces its value; use a plain schema so "2590" is refused, not converted`);
+    }
+    if (inner instanceof z.ZodObject) {
+      if (inner._zod.def.catchall?._zod.def.type !== 'never') {
+        input.fail(`input field "${path}" must reject unknown fields: use z.strictObject({...})`);
+      }
+      checkFields({ shape: inner.shape, path, fail: input.fail });
+    }
+  }
+}
+
+/** Strips optional/nullable/default wrappers to reach the schema that validates the value. */
+export function unwrap(schema: z.ZodType): z.ZodType {
+  let current: z.ZodType = schema;
+  for (;;) {
+    const def = current._zod.def as { type: string; innerType?: z.ZodType };
+    if ((def.type === 'optional' || def.type === 'nullable' || def.type === 'default') && def.innerType) {
+      current = def.innerType;
+    } else return current;
+  }
+}

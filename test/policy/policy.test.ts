@@ -1,0 +1,103 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ordersContracts, refundOrderContract } from '../../examples/orders/orders-contracts';
+import { evaluatePolicy } from '../../src/policy/evaluate-policy';
+import { checkPolicy, ConfigurationError, loadPolicyFile } from '../../src/policy/load-policy';
+import type { CallerPolicy } from '../../src/policy/policy-schema';
+import { createToolRegistry } from '../../src/tools/tool-registry';
+
+const registry = createToolRegistry({ tools: ordersContracts });
+const refund = (amount: number) => ({ order_id: 'ORD-1003', amount_cents: amount, currency: 'BRL', reason: 'damaged' });
+const supportBot: CallerPolicy = {
+  tools: ['get_order', 'refund_order'],
+  autonomy: 'reversible',
+  limits: { refund_order: { amount_cents: { max: 50_000 } } },
+};
+
+describe('evaluatePolicy', () => {
+  it('checks per-tool limits first: POLICY_LIMIT even where approval would also be needed', () => {
+    const verdict = evaluatePolicy({
+      contract: refundOrderContract,
+      args: refund(60_000),
+      caller: 'support-bot',
+      callerPolicy: supportBot,
+      approvalCeiling: null,
+    });
+    expect(verdict).toMatchObject({ allowed: false, code: 'POLICY_LIMIT', riskLevel: 'critical', data: { max: 50_000 } });
+  });
+
+  it('needs approval above the caller’s autonomy', () => {
+    const verdict = evaluatePolicy({
+      contract: refundOrderContract,
+      args: refund(2590),
+      caller: 'support-bot',
+      callerPolicy: supportBot,
+      approvalCeiling: 'critical',
+    });
+    expect(verdict).toEqual({ allowed: true, riskLevel: 'irreversible', needsApproval: true });
+  });
+
+  it('denies above the highest approvable level, and when approval is not available', () => {
+    const base = { contract: refundOrderContract, caller: 'support-bot', callerPolicy: supportBot };
+    expect(evaluatePolicy({ ...base, args: refund(20_000), approvalCeiling: 'irreversible' })).toMatchObject({
+      allowed: false,
+      code: 'PERMISSION_DENIED',
+    });
+    expect(evaluatePolicy({ ...base, args: refund(2590), approvalCeiling: null })).toMatchObject({
+      allowed: false,
+      code: 'PERMISSION_DENIED',
+    });
+  });
+
+  it('lets a caller with enough autonomy run alone', () => {
+    const verdict = evaluatePolicy({
+      contract: refundOrderContract,
+      args: refund(20_000),
+      caller: 'ops',
+      callerPolicy: { tools: ['refund_order'], autonomy: 'critical' },
+      approvalCeiling: null,
+    });
+    expect(verdict).toEqual({ allowed: true, riskLevel: 'critical', needsApproval: false });
+  });
+});
+
+describe('policy files', () => {
+  const write = (content: string): string => {
+    const path = join(mkdtempSync(join(tmpdir(), 'toolgate-policy-')), 'policy.json');
+    writeFileSync(path, content);
+    return path;
+  };
+
+  it('loads the shipped default policy, which has no caller that refunds without approval', () => {
+    const policy = loadPolicyFile({ path: join(__dirname, '../../examples/orders/policy.json'), registry });
+    expect(policy.version).toMatch(/^orders-demo-1@[0-9a-f]{12}$/);
+    for (const caller of Object.values(policy.file.callers)) {
+      if (caller.tools.includes('refund_order')) expect(caller.autonomy).not.toMatch(/irreversible|critical/);
+    }
+  });
+
+  it.each([
+    ['broken JSON', '{"callers": ', 'not valid JSON'],
+    ['an unknown autonomy level', '{"callers":{"bot":{"tools":[],"autonomy":"yolo"}}}', 'callers.bot.autonomy'],
+    ['an unknown tool', '{"callers":{"bot":{"tools":["refnd_order"],"autonomy":"read"}}}', 'unknown tool "refnd_order"'],
+    [
+      'a limit on a non-numeric field',
+      '{"callers":{"bot":{"tools":[],"autonomy":"read","limits":{"refund_order":{"currency":{"max":1}}}}}}',
+      'numeric fields: amount_cents',
+    ],
+    ['an unknown field', '{"callers":{},"extra":1}', 'Unrecognized key'],
+  ])('stops start-up on %s, naming the file and the field', (_case, content, expected) => {
+    const path = write(content);
+    expect(() => loadPolicyFile({ path, registry })).toThrow(ConfigurationError);
+    expect(() => loadPolicyFile({ path, registry })).toThrow(path);
+    expect(() => loadPolicyFile({ path, registry })).toThrow(expected);
+  });
+
+  it('changes its version digest when its content changes', () => {
+    const a = checkPolicy({ source: 'a', registry, value: { callers: { bot: { tools: [], autonomy: 'read' } } } });
+    const b = checkPolicy({ source: 'b', registry, value: { callers: { bot: { tools: [], autonomy: 'reversible' } } } });
+    expect(a.digest).not.toBe(b.digest);
+  });
+});

@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createOrdersApiClient } from '../../examples/orders/orders-api-client';
+import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
+
+/** A running orders service process with its own temporary database; `stop()` always leaves no process and no files behind. */
+export type OrdersProcess = {
+  url: string;
+  api: OrdersApiClient;
+  /** SIGTERM, then SIGKILL after 5 s; resolves with how the process ended. Safe to call twice. */
+  stop(): Promise<{ exitCode: number | null; signal: NodeJS.Signals | null }>;
+};
+
+const PROJECT_ROOT = resolve(__dirname, '..', '..');
+const MAIN_PATH = join(PROJECT_ROOT, 'examples', 'orders', 'service', 'main.ts');
+const LISTENING_LINE = /^orders-service listening on (http:\/\/127\.0\.0\.1:\d+)$/;
+
+/** Spawns the real orders service (`--port 0`, a fresh database in a temp dir) and resolves once it prints its listening line. */
+export async function startOrdersProcess({
+  allowReset = true,
+  startTimeoutMs = 30_000,
+}: {
+  allowReset?: boolean;
+  startTimeoutMs?: number;
+} = {}): Promise<OrdersProcess> {
+  const directory = mkdtempSync(join(tmpdir(), 'toolgate-orders-'));
+  const args = ['--import', 'tsx', MAIN_PATH, '--port', '0', '--db', join(directory, 'orders.sqlite')];
+  if (allowReset) args.push('--allow-reset');
+  // `node --import tsx` (not the tsx binary) so the pid we signal is the service itself, not a wrapper.
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+
+  // If the test process dies without calling stop(), do not leave the service running.
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => {
+    // Keep the tail only: enough to explain a failed start.
+    stderr = (stderr + chunk).slice(-8000);
+  });
+
+  const exited = new Promise<{
+    exitCode: number | null;
+    signal: NodeJS.Signals | null;
+  }>((resolveExit) => {
+    child.once('exit', (exitCode, signal) => resolveExit({ exitCode, signal }));
+  });
+
+  let stopping: Promise<{ exitCode: number | null; signal: NodeJS.Signals | null }> | undefined;
+  const stop = (): Promise<{
+    exitCode: number | null;
+    signal: NodeJS.Signals | null;
+  }> => {
+    stopping ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const forceTimer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        const result = await exited;
+        clearTimeout(forceTimer);
+        finish();
+        return result;
+      }
+      const result = await exited;
+      finish();
+      return result;
+    })();
+    return stopping;
+  };
+  const finish = (): void => {
+    process.removeListener('exit', killOnExit);
+    rmSync(directory, { recursive: true, force: true });
+  };
+
+  const lines = createInterface({ input: child.stdout });
+  try {
+    const url = await new Promise<string>((resolveUrl, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `orders service did not print its listening line within ${startTimeoutMs} ms; stderr:\n${stderr}`,
+            ),
+          ),
+        startTimeoutMs,
+      );
+      lines.on('line', (line) => {
+        const match = LISTENING_LINE.exec(line.trim());
+        if (match?.[1]) {
+          clearTimeout(timer);
+          resolveUrl(match[1]);
+        }
+      });
+      void exited.then(({ exitCode, signal }) => {
+        clearTimeout(timer);
+        reject(
+          new Error(`orders service exited before listening (code ${exitCode}, signal ${signal}); stderr:\n${stderr}`),
+        );
+      });
+    });
+    return { url, api: createOrdersApiClient({ baseUrl: url }), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

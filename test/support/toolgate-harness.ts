@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
+import { createOrdersTools } from '../../examples/orders/orders-implementations';
+import { ordersContracts } from '../../examples/orders/orders-contracts';
+import type { AuditStore, CallInput, PolicyFile } from '../../src/index';
+import {
+  checkPolicy,
+  createToolGateWorker,
+  createToolRegistry,
+  openSqliteAuditStore,
+  ToolGateClient,
+} from '../../src/index';
+import type { OrdersProcess } from './orders-process';
+import { startOrdersProcess } from './orders-process';
+import { temporalAddress } from './temporal';
+import { createTestTools } from './test-tool-implementations';
+import { testPolicy } from './test-policy';
+import { testContracts } from './test-tools';
+
+/** Everything a test file needs: a real orders process, a worker on its own task queue, a client. */
+export interface ToolGateHarness {
+  orders: OrdersProcess;
+  client: ToolGateClient;
+  temporal: Client;
+  audit: AuditStore;
+  taskQueue: string;
+  /** A fresh session id, so loop and idempotency keys never collide across tests. */
+  newSession(): string;
+  /** Refund arguments for ORD-1001 with overrides, as raw JSON text. */
+  refundArguments(overrides?: Record<string, unknown>): string;
+  call(input: Omit<CallInput, 'session'> & { session?: string }): ReturnType<ToolGateClient['call']>;
+  stop(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+
+/** Starts the harness; `stop()` ends the worker, the orders process and the temp files. */
+export async function startHarness(input: { policy?: PolicyFile } = {}): Promise<ToolGateHarness> {
+  if (!runtimeInstalled) {
+    // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    runtimeInstalled = true;
+  }
+  const directory = mkdtempSync(join(tmpdir(), 'toolgate-test-'));
+  const orders = await startOrdersProcess();
+  const contracts = [...ordersContracts, ...testContracts];
+  const registry = createToolRegistry({ tools: contracts });
+  const policy = checkPolicy({ source: 'test policy', value: input.policy ?? testPolicy, registry });
+  const audit = openSqliteAuditStore({ path: join(directory, 'audit.sqlite') });
+  const taskQueue = `test-${randomUUID()}`;
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress() });
+  const worker: Worker = await createToolGateWorker({
+    connection: nativeConnection,
+    taskQueue,
+    workflowsPath: join(__dirname, 'test-workflows.ts'),
+    tools: [...createOrdersTools({ ordersUrl: orders.url }), ...createTestTools()],
+    policy,
+    audit,
+  });
+  const running = worker.run();
+  const connection = await Connection.connect({ address: temporalAddress() });
+  const temporal = new Client({ connection });
+  const client = new ToolGateClient({ client: temporal, tools: contracts, taskQueue, policy });
+  let defaultSession = `session-${randomUUID()}`;
+  return {
+    orders,
+    client,
+    temporal,
+    audit,
+    taskQueue,
+    newSession: () => {
+      defaultSession = `session-${randomUUID()}`;
+      return defaultSession;
+    },
+    refundArguments: (overrides = {}) =>
+      JSON.stringify({ order_id: 'ORD-1001', amount_cents: 2590, currency: 'BRL', reason: 'damaged', ...overrides }),
+    call: (callInput) => client.call({ session: defaultSession, ...callInput }),
+    stop: async () => {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await nativeConnection.close();
+      await orders.stop();
+      audit.close();
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineToolContract, ToolDefinitionError } from '../../src/definitions';
+import { defineToolImplementation } from '../../src/index';
+import { createToolRegistry } from '../../src/tools/tool-registry';
+import { validateArguments } from '../../src/tools/validate-arguments';
+import { getOrderContract, ordersContracts, refundOrderContract } from '../../examples/orders/orders-contracts';
+
+const valid = {
+  name: 'read_thing',
+  description: 'Reads one thing by id. No side effects.',
+  input: z.strictObject({ id: z.string().describe('the thing id') }),
+  output: z.strictObject({ id: z.string() }),
+  effect: 'read' as const,
+};
+
+describe('defineToolContract refuses a definition that breaks a rule, saying what to fix', () => {
+  it.each([
+    ['a bad name', { name: 'read thing!' }, 'the name must be'],
+    ['a missing description', { description: '' }, 'write a description'],
+    ['a non-strict input', { input: z.object({ id: z.string().describe('x') }) }, 'z.strictObject'],
+    ['a field without description', { input: z.strictObject({ id: z.string() }) }, 'needs .describe'],
+    ['a coercing field', { input: z.strictObject({ n: z.coerce.number().describe('n') }) }, 'coerces its value'],
+    ['a write without risk', { effect: 'write' }, 'needs a risk function'],
+    ['a read with risk', { risk: () => 'critical' }, 'a read tool has no risk function'],
+    ['a lower-case domain code', { domainCodes: { not_found: 'x' } }, 'SCREAMING_SNAKE_CASE'],
+    ['a built-in code as domain code', { domainCodes: { INVALID_ARGUMENTS: 'x' } }, "one of toolgate's own codes"],
+    ['an unknown idempotency field', { idempotencyFields: ['nope'] }, 'not an input field'],
+  ])('%s', (_case, override, expected) => {
+    const definition = { ...valid, ...override } as Parameters<typeof defineToolContract>[0];
+    expect(() => defineToolContract(definition)).toThrow(ToolDefinitionError);
+    expect(() => defineToolContract(definition)).toThrow(expected);
+  });
+
+  it('refuses a write implementation without findApplied', () => {
+    expect(() => defineToolImplementation(refundOrderContract, { execute: async () => ({}) as never })).toThrow(
+      'needs findApplied',
+    );
+  });
+
+  it('refuses two tools with one name in a registry', () => {
+    expect(() => createToolRegistry({ tools: [getOrderContract, getOrderContract] })).toThrow('defined twice');
+  });
+});
+
+describe('risk classification', () => {
+  it('depends on the arguments: a refund of 30 is not a refund of 20,000', () => {
+    const args = { order_id: 'ORD-1001', currency: 'BRL', reason: 'damaged' } as const;
+    expect(refundOrderContract.risk({ args: { ...args, amount_cents: 3000 } })).toBe('irreversible');
+    expect(refundOrderContract.risk({ args: { ...args, amount_cents: 10_000 } })).toBe('irreversible');
+    expect(refundOrderContract.risk({ args: { ...args, amount_cents: 10_001 } })).toBe('critical');
+    expect(getOrderContract.risk({ args: { order_id: 'ORD-1001' } })).toBe('read');
+  });
+});
+
+describe('definitions for the model', () => {
+  it('are generated from the very schema that validates', () => {
+    const registry = createToolRegistry({ tools: ordersContracts });
+    const [, refund] = registry.definitions();
+    expect(refund).toMatchObject({
+      name: 'refund_order',
+      parameters: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['order_id', 'amount_cents', 'currency', 'reason'],
+        properties: {
+          amount_cents: { type: 'integer', exclusiveMinimum: 0 },
+          currency: { enum: ['BRL', 'USD'] },
+          order_id: { pattern: '^ORD-\\d{4}$' },
+        },
+      },
+    });
+    expect(registry.definitions({ only: ['get_order'] }).map((definition) => definition.name)).toEqual(['get_order']);
+  });
+});
+
+describe('validateArguments', () => {
+  it('refuses coercion: "2590" and 25.9 are not 2590', () => {
+    const args = { order_id: 'ORD-1001', currency: 'BRL', reason: 'damaged' };
+    expect(validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: '2590' } }).success).toBe(false);
+    expect(validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 25.9 } }).success).toBe(false);
+    expect(validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 2590 } })).toEqual({
+      success: true,
+      args: { ...args, amount_cents: 2590 },
+    });
+  });
+});

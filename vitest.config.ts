@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // One Temporal dev server for the whole run; tests reach it through test/support/temporal.ts.
+    globalSetup: ['test/support/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    pool: 'forks',
+    fileParallelism: true,
+    // Each test file may run its own worker against the shared server; more than two crowd it.
+    maxWorkers: 2,
+    reporters: ['default', ['json', { outputFile: 'test-results/vitest.json' }]],
+  },
+});
