@@ -6,8 +6,8 @@ import { createOrdersApiClient, isOrdersRejection, isOrdersUnavailable } from '.
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { startOrdersService } from '../../examples/orders/service/orders-service';
 import type { CredentialCheck } from '../../examples/orders/service/orders-service';
-import { startOrdersProcess } from '../support/orders-process';
-import type { OrdersProcess } from '../support/orders-process';
+import { startOrdersProcess } from '../../examples/orders/service/orders-process';
+import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 
 function newKey(): string {
   return `test-${randomUUID()}`;

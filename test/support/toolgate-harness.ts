@@ -15,9 +15,8 @@ import {
   openSqliteAuditStore,
   ToolGateClient,
 } from '../../src/index';
-import type { OrdersProcess } from './orders-process';
-import { startOrdersProcess } from './orders-process';
-import { temporalAddress } from './temporal';
+import type { OrdersProcess } from '../../examples/orders/service/orders-process';
+import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import { createTestTools } from './test-tool-implementations';
 import { testPolicy } from './test-policy';
 import { testContracts } from './test-tools';
@@ -40,8 +39,8 @@ export interface ToolGateHarness {
 let runtimeInstalled = false;
 
 /** Starts the harness; `stop()` ends the worker, the orders process and the temp files. */
-export async function startHarness(input: { policy?: PolicyFile } = {}): Promise<ToolGateHarness> {
-  if (!runtimeInstalled) {
+export async function startHarness(input: { address: string; policy?: PolicyFile }): Promise<ToolGateHarness> {
+  if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
     Runtime.install({ logger: new DefaultLogger('ERROR') });
     runtimeInstalled = true;
@@ -53,7 +52,7 @@ export async function startHarness(input: { policy?: PolicyFile } = {}): Promise
   const policy = checkPolicy({ source: 'test policy', value: input.policy ?? testPolicy, registry });
   const audit = openSqliteAuditStore({ path: join(directory, 'audit.sqlite') });
   const taskQueue = `test-${randomUUID()}`;
-  const nativeConnection = await NativeConnection.connect({ address: temporalAddress() });
+  const nativeConnection = await NativeConnection.connect({ address: input.address });
   const worker: Worker = await createToolGateWorker({
     connection: nativeConnection,
     taskQueue,
@@ -63,7 +62,7 @@ export async function startHarness(input: { policy?: PolicyFile } = {}): Promise
     audit,
   });
   const running = worker.run();
-  const connection = await Connection.connect({ address: temporalAddress() });
+  const connection = await Connection.connect({ address: input.address });
   const temporal = new Client({ connection });
   const client = new ToolGateClient({ client: temporal, tools: contracts, taskQueue, policy });
   let defaultSession = `session-${randomUUID()}`;

@@ -2,11 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
 import { explodeSecret } from '../support/test-tool-implementations';
+import { temporalAddress } from '../support/temporal';
 
 let harness: ToolGateHarness;
 
 beforeAll(async () => {
-  harness = await startHarness();
+  harness = await startHarness({ address: temporalAddress() });
 });
 
 afterAll(async () => {

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createOrdersApiClient } from '../../examples/orders/orders-api-client';
-import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
+import { createOrdersApiClient } from '../orders-api-client';
+import type { OrdersApiClient } from '../orders-api-client';
 
 /** A running orders service process with its own temporary database; `stop()` always leaves no process and no files behind. */
 export type OrdersProcess = {
@@ -14,7 +14,7 @@ export type OrdersProcess = {
   stop(): Promise<{ exitCode: number | null; signal: NodeJS.Signals | null }>;
 };
 
-const PROJECT_ROOT = resolve(__dirname, '..', '..');
+const PROJECT_ROOT = resolve(__dirname, '..', '..', '..');
 const MAIN_PATH = join(PROJECT_ROOT, 'examples', 'orders', 'service', 'main.ts');
 const LISTENING_LINE = /^orders-service listening on (http:\/\/127\.0\.0\.1:\d+)$/;
 
@@ -22,12 +22,18 @@ const LISTENING_LINE = /^orders-service listening on (http:\/\/127\.0\.0\.1:\d+)
 export async function startOrdersProcess({
   allowReset = true,
   startTimeoutMs = 30_000,
+  databasePath,
+  port = 0,
 }: {
   allowReset?: boolean;
   startTimeoutMs?: number;
+  /** Keep the data in this file (it survives a restart); a fresh temp file, removed by stop(), when absent. */
+  databasePath?: string;
+  port?: number;
 } = {}): Promise<OrdersProcess> {
-  const directory = mkdtempSync(join(tmpdir(), 'toolgate-orders-'));
-  const args = ['--import', 'tsx', MAIN_PATH, '--port', '0', '--db', join(directory, 'orders.sqlite')];
+  const directory = databasePath ? undefined : mkdtempSync(join(tmpdir(), 'toolgate-orders-'));
+  const database = databasePath ?? join(directory!, 'orders.sqlite');
+  const args = ['--import', 'tsx', MAIN_PATH, '--port', String(port), '--db', database];
   if (allowReset) args.push('--allow-reset');
   // `node --import tsx` (not the tsx binary) so the pid we signal is the service itself, not a wrapper.
   const child = spawn(process.execPath, args, {
@@ -77,7 +83,7 @@ export async function startOrdersProcess({
   };
   const finish = (): void => {
     process.removeListener('exit', killOnExit);
-    rmSync(directory, { recursive: true, force: true });
+    if (directory) rmSync(directory, { recursive: true, force: true });
   };
 
   const lines = createInterface({ input: child.stdout });

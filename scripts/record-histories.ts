@@ -1,0 +1,75 @@
+// Records the histories of representative calls into test/histories/, for the replay test.
+// Run it once per deliberate change of the workflow's history shape:
+//   npx tsx scripts/record-histories.ts
+// A change that breaks a running call must use patched() instead of re-recording.
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Connection } from '@temporalio/client';
+import { prepareNamespace, startDevServer } from '../src/dev/dev-server';
+import { startHarness } from '../test/support/toolgate-harness';
+
+const projectRoot = resolve(__dirname, '..');
+const directory = join(projectRoot, 'test', 'histories');
+
+async function main(): Promise<void> {
+  const server = await startDevServer({ projectRoot, headless: true, log: (line) => console.error(line) });
+  try {
+    const connection = await Connection.connect({ address: server.address });
+    await prepareNamespace({ connection, namespace: server.namespace });
+    await connection.close();
+    const harness = await startHarness({ address: server.address });
+    try {
+      const refunder = 'test-refunder';
+      const record = async (name: string, callId: string): Promise<void> => {
+        const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
+        // Binary protobuf: the SDK's JSON helper does not load in this setup, and bytes replay exactly.
+        // The file name keeps the workflow ID: the workflow checks its ID against the proposal on replay too.
+        writeFileSync(join(directory, `${name}--${callId}.history.bin`), temporal.api.history.v1.History.encode(history).finish());
+        console.error(`recorded ${name}`);
+      };
+      const read = await harness.call({ caller: refunder, tool: 'get_order', arguments: '{"order_id":"ORD-1001"}' });
+      await record('read-ok', read.callId);
+      const refund = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+      await record('refund-ok', refund.callId);
+      const invalid = await harness.call({
+        caller: refunder,
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 25.9 }),
+      });
+      await record('refund-invalid-arguments', invalid.callId);
+      const mismatch = await harness.call({
+        caller: refunder,
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ currency: 'USD' }),
+      });
+      await record('refund-business-rejection', mismatch.callId);
+      const limit = await harness.call({
+        caller: refunder,
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ order_id: 'ORD-1003', amount_cents: 60_000 }),
+      });
+      await record('refund-policy-limit', limit.callId);
+      const lostArguments = harness.refundArguments({ order_id: 'ORD-1003', amount_cents: 1000 });
+      const session = harness.newSession();
+      const lostCallId = harness.client.callIdOf({ session, caller: refunder, tool: 'refund_order', arguments: lostArguments });
+      await harness.orders.api.setFaults({ idempotencyKey: lostCallId, loseResponseAfterCommit: 1, unavailable: 100 });
+      const lost = await harness.call({ caller: refunder, tool: 'refund_order', arguments: lostArguments });
+      await record('refund-lost-response-then-unavailable', lost.callId);
+      const unknownTool = await harness.call({ caller: refunder, tool: 'delete_everything', arguments: '{' });
+      await record('unknown-tool', unknownTool.callId);
+    } finally {
+      await harness.stop();
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

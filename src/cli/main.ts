@@ -1,0 +1,214 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { ToolGateClient } from '../client';
+import { loadConfig } from '../config';
+import type { LoadedConfig } from '../config';
+import { openSqliteAuditStore } from '../audit/audit-store';
+import { loadPolicyFile } from '../policy/load-policy';
+import { defaultTaskQueue } from '../shared/temporal';
+import { createToolRegistry } from '../tools/tool-registry';
+import { createToolGateWorker } from '../worker';
+import { formatResult } from './format-result';
+
+const usage = `toolgate: the governed executor for LLM tool calls
+
+Usage:
+  toolgate call --caller NAME --tool NAME --args JSON [--session ID] [--intent ID] [--json]
+  toolgate status CALL_ID [--wait] [--json]
+  toolgate definitions [--caller NAME]
+  toolgate worker
+
+Options for every command:
+  --config FILE       your toolgate config (default: $TOOLGATE_CONFIG, else ./toolgate.config.ts)
+  --address HOST:PORT the Temporal frontend (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233)
+  --namespace NAME    (default: $TEMPORAL_NAMESPACE, else default)
+  --task-queue NAME   (default: $TOOLGATE_TASK_QUEUE, else toolgate)
+  --json              machine-readable output
+
+Exit codes: 0 the call succeeded, 1 it was rejected (see its code), 2 bad usage or config, 3 Temporal unreachable.`;
+
+const options = {
+  config: { type: 'string' },
+  address: { type: 'string' },
+  namespace: { type: 'string' },
+  'task-queue': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  caller: { type: 'string' },
+  tool: { type: 'string' },
+  args: { type: 'string' },
+  session: { type: 'string' },
+  intent: { type: 'string' },
+  wait: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const satisfies ParseArgsConfig['options'];
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+
+/** A mistake in how the CLI was called; reported with the usage, exit code 2. */
+class UsageError extends Error {}
+
+/** Where output goes; tests pass their own. */
+export interface CliOutput {
+  out: (text: string) => void;
+  error: (text: string) => void;
+}
+
+const processOutput: CliOutput = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  error: (text) => process.stderr.write(`${text}\n`),
+};
+
+/** Runs the CLI and resolves to its exit code; it never throws for bad input. */
+export async function main(argv: readonly string[], output: CliOutput = processOutput): Promise<number> {
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+  } catch (error) {
+    output.error(`${(error as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined || command === 'help') {
+    output.out(usage);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  try {
+    switch (command) {
+      case 'call':
+        return await callCommand({ values, output });
+      case 'status':
+        return await statusCommand({ values, callId: rest[0], output });
+      case 'definitions':
+        return definitionsCommand({ values, output });
+      case 'worker':
+        return await workerCommand({ values, output });
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    const name = (error as Error).name;
+    if (error instanceof UsageError) {
+      output.error(`${error.message}\n\n${usage}`);
+      return 2;
+    }
+    if (name === 'ConfigurationError' || name === 'ToolDefinitionError') {
+      output.error((error as Error).message);
+      return 2;
+    }
+    if (name === 'TransportError' || /UNAVAILABLE|ECONNREFUSED|Failed to connect/i.test(String(error))) {
+      output.error(`cannot reach Temporal at ${addressOf(values)}: is it running? (npm start brings one up)`);
+      return 3;
+    }
+    throw error;
+  }
+}
+
+function addressOf(values: Values): string {
+  return values.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+}
+
+function connectionSettings(values: Values, config: LoadedConfig) {
+  return {
+    address: values.address ?? process.env.TEMPORAL_ADDRESS ?? config.temporal?.address ?? '127.0.0.1:7233',
+    namespace: values.namespace ?? process.env.TEMPORAL_NAMESPACE ?? config.temporal?.namespace ?? 'default',
+    taskQueue:
+      values['task-queue'] ?? process.env.TOOLGATE_TASK_QUEUE ?? config.temporal?.taskQueue ?? defaultTaskQueue,
+  };
+}
+
+function configOf(values: Values): LoadedConfig {
+  const explicit = values.config ?? process.env.TOOLGATE_CONFIG;
+  if (explicit) return loadConfig({ path: explicit });
+  const candidates = ['toolgate.config.ts', 'toolgate.config.js'].map((name) => resolve(name));
+  return loadConfig({ path: candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]! });
+}
+
+async function withClient<T>(values: Values, use: (client: ToolGateClient) => Promise<T>): Promise<T> {
+  const config = configOf(values);
+  const settings = connectionSettings(values, config);
+  const registry = createToolRegistry({ tools: config.tools });
+  const policy = loadPolicyFile({ path: config.policyPath, registry });
+  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  try {
+    const client = new ToolGateClient({
+      client: new Client({ connection, namespace: settings.namespace }),
+      tools: config.tools,
+      taskQueue: settings.taskQueue,
+      policy,
+    });
+    return await use(client);
+  } finally {
+    await connection.close();
+  }
+}
+
+async function callCommand(input: { values: Values; output: CliOutput }): Promise<number> {
+  const { values, output } = input;
+  const missing = (['caller', 'tool', 'args'] as const).filter((name) => values[name] === undefined);
+  if (missing.length) throw new UsageError(`call needs ${missing.map((name) => `--${name}`).join(', ')}`);
+  const result = await withClient(values, (client) =>
+    client.call({
+      session: values.session ?? 'cli',
+      caller: values.caller!,
+      tool: values.tool!,
+      arguments: values.args!,
+      ...(values.intent !== undefined ? { intentId: values.intent } : {}),
+    }),
+  );
+  output.out(values.json ? JSON.stringify(result) : formatResult(result));
+  return result.ok ? 0 : 1;
+}
+
+async function statusCommand(input: { values: Values; callId: string | undefined; output: CliOutput }): Promise<number> {
+  const { values, callId, output } = input;
+  if (!callId) throw new UsageError('status needs a call id (tc-...)');
+  const result = await withClient(values, (client) => client.result(callId, { wait: values.wait }));
+  if (result === null) {
+    output.out(values.json ? JSON.stringify({ callId, status: 'running' }) : `${callId}: running, no answer yet`);
+    return 0;
+  }
+  output.out(values.json ? JSON.stringify(result) : formatResult(result));
+  return result.ok ? 0 : 1;
+}
+
+function definitionsCommand(input: { values: Values; output: CliOutput }): number {
+  const config = configOf(input.values);
+  const registry = createToolRegistry({ tools: config.tools });
+  const policy = loadPolicyFile({ path: config.policyPath, registry });
+  const only = input.values.caller !== undefined ? (policy.callerPolicy(input.values.caller)?.tools ?? []) : undefined;
+  input.output.out(JSON.stringify(registry.definitions(only ? { only } : {}), null, 2));
+  return 0;
+}
+
+async function workerCommand(input: { values: Values; output: CliOutput }): Promise<number> {
+  const config = configOf(input.values);
+  const settings = connectionSettings(input.values, config);
+  const registry = createToolRegistry({ tools: config.tools });
+  const policy = loadPolicyFile({ path: config.policyPath, registry });
+  const audit = openSqliteAuditStore({ path: config.auditPath });
+  const connection = await NativeConnection.connect({ address: settings.address });
+  try {
+    const worker = await createToolGateWorker({
+      connection,
+      namespace: settings.namespace,
+      taskQueue: settings.taskQueue,
+      workflowsPath: config.workflowsPath,
+      tools: await config.implementations(),
+      policy,
+      audit,
+    });
+    input.output.error(
+      `toolgate worker on task queue "${settings.taskQueue}" at ${settings.address}, policy ${policy.version}`,
+    );
+    await worker.run();
+    return 0;
+  } finally {
+    await connection.close();
+    audit.close();
+  }
+}

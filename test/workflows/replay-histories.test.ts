@@ -1,0 +1,32 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
+
+const directory = join(__dirname, '..', 'histories');
+const files = readdirSync(directory).filter((file) => file.endsWith('.history.bin'));
+
+describe('recorded histories of representative calls', () => {
+  it('cover the main outcomes', () => {
+    expect(files.length).toBeGreaterThanOrEqual(7);
+  });
+
+  it('replay deterministically with the current workflow code, so no running call breaks', async () => {
+    const histories = files.map((file) => ({
+      workflowId: file.replace('.history.bin', '').split('--')[1] ?? file,
+      history: temporal.api.history.v1.History.decode(readFileSync(join(directory, file))),
+    }));
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories(
+      { workflowsPath: join(__dirname, '..', 'support', 'test-workflows.ts') },
+      histories,
+    )) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
+    }
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(files.length);
+  });
+});
