@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { require as requireTypeScript } from 'tsx/cjs/api';
 import type { z } from 'zod';
 import { ConfigurationError } from './policy/load-policy';
 import type { ImplementedTool } from './tools/define-tool-implementation';
@@ -42,8 +43,8 @@ export function loadConfig(input: { path: string }): LoadedConfig {
       `config file ${source}: not found; pass --config <file> or set TOOLGATE_CONFIG (see README, "Your own tools")`,
     );
   }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a config is a module chosen at run time
-  const loaded = require(source) as { default?: ToolGateConfig } & ToolGateConfig;
+  // tsx loads a TypeScript config (and what it imports) wherever this runs: the CLI, a test, a script.
+  const loaded = requireTypeScript(source, __filename) as { default?: ToolGateConfig } & ToolGateConfig;
   const config = loaded.default ?? loaded;
   const missing = (['tools', 'workflowsPath', 'policyPath', 'implementations'] as const).filter(
     (field) => config[field] === undefined,

@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main';
+import type { ToolResult } from '../../src/index';
+import { temporalAddress } from '../support/temporal';
+import type { ToolGateHarness } from '../support/toolgate-harness';
+import { startHarness } from '../support/toolgate-harness';
+
+let harness: ToolGateHarness;
+
+beforeAll(async () => {
+  harness = await startHarness({ address: temporalAddress() });
+});
+
+afterAll(async () => {
+  await harness?.stop();
+});
+
+async function run(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
+  let out = '';
+  let error = '';
+  const common = ['--config', join(__dirname, '../../toolgate.config.ts'), '--address', temporalAddress()];
+  const code = await main([...argv, ...common, '--task-queue', harness.taskQueue], {
+    out: (text) => (out += `${text}\n`),
+    error: (text) => (error += `${text}\n`),
+  });
+  return { code, out, error };
+}
+
+describe('toolgate CLI', () => {
+  it('runs a governed read with `call --json` and exits 0', async () => {
+    const { code, out } = await run('call', '--caller', 'readonly-bot', '--tool', 'get_order', '--args', '{"order_id":"ORD-1002"}', '--json');
+    expect(code).toBe(0);
+    const result = JSON.parse(out) as ToolResult;
+    expect(result).toMatchObject({ ok: true, code: 'OK', data: { order_id: 'ORD-1002', currency: 'USD' } });
+  });
+
+  it('runs a refund under a policy that lets it, then shows it with `status`', async () => {
+    const refund = await run(
+      'call', '--caller', 'test-refunder', '--tool', 'refund_order', '--session', `cli-${Date.now()}`,
+      '--args', '{"order_id":"ORD-1002","amount_cents":500,"currency":"USD","reason":"damaged"}', '--json',
+    );
+    expect(refund.code).toBe(0);
+    const result = JSON.parse(refund.out) as ToolResult;
+    expect(result).toMatchObject({ ok: true, effect: 'applied' });
+    expect(await harness.orders.api.refundCount({ orderId: 'ORD-1002' })).toBe(1);
+    const status = await run('status', result.callId, '--wait');
+    expect(status.code).toBe(0);
+    expect(status.out).toContain('OK  refund_order');
+    expect(status.out).toContain('effect:  applied');
+  });
+
+  it('exits 1 with the code for a rejected call', async () => {
+    const { code, out } = await run('call', '--caller', 'readonly-bot', '--tool', 'refund_order', '--args', '{}');
+    expect(code).toBe(1);
+    expect(out).toContain('TOOL_NOT_ALLOWED  refund_order');
+  });
+
+  it('exits 2 with the usage for a call missing its arguments, and 3 when Temporal is unreachable', async () => {
+    const usage = await run('call', '--tool', 'get_order');
+    expect(usage.code).toBe(2);
+    expect(usage.error).toContain('call needs --caller, --args');
+    let error = '';
+    const unreachable = await main(
+      ['call', '--caller', 'readonly-bot', '--tool', 'get_order', '--args', '{}', '--address', '127.0.0.1:1',
+        '--config', join(__dirname, '../../toolgate.config.ts')],
+      { out: () => undefined, error: (text) => (error += text) },
+    );
+    expect(unreachable).toBe(3);
+    expect(error).toContain('cannot reach Temporal at 127.0.0.1:1');
+  });
+
+  it('prints the definitions a caller may see, from the schema that validates', async () => {
+    const { code, out } = await run('definitions', '--caller', 'readonly-bot');
+    expect(code).toBe(0);
+    expect((JSON.parse(out) as { name: string }[]).map((definition) => definition.name)).toEqual(['get_order']);
+  });
+});
