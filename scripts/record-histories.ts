@@ -25,12 +25,23 @@ async function main(): Promise<void> {
         const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
         // Binary protobuf: the SDK's JSON helper does not load in this setup, and bytes replay exactly.
         // The file name keeps the workflow ID: the workflow checks its ID against the proposal on replay too.
-        writeFileSync(join(directory, `${name}--${callId}.history.bin`), temporal.api.history.v1.History.encode(history).finish());
+        writeFileSync(
+          join(directory, `${name}--${callId}.history.bin`),
+          temporal.api.history.v1.History.encode(history).finish(),
+        );
         console.error(`recorded ${name}`);
       };
-      const read = await harness.call({ caller: refunder, tool: 'get_order', arguments: '{"order_id":"ORD-1001"}' });
+      const read = await harness.call({
+        caller: refunder,
+        tool: 'get_order',
+        arguments: '{"order_id":"ORD-1001"}',
+      });
       await record('read-ok', read.callId);
-      const refund = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+      const refund = await harness.call({
+        caller: refunder,
+        tool: 'refund_order',
+        arguments: harness.refundArguments(),
+      });
       await record('refund-ok', refund.callId);
       const invalid = await harness.call({
         caller: refunder,
@@ -52,8 +63,17 @@ async function main(): Promise<void> {
       await record('refund-policy-limit', limit.callId);
       const lostArguments = harness.refundArguments({ order_id: 'ORD-1003', amount_cents: 1000 });
       const session = harness.newSession();
-      const lostCallId = harness.client.callIdOf({ session, caller: refunder, tool: 'refund_order', arguments: lostArguments });
-      await harness.orders.api.setFaults({ idempotencyKey: lostCallId, loseResponseAfterCommit: 1, unavailable: 100 });
+      const lostCallId = harness.client.callIdOf({
+        session,
+        caller: refunder,
+        tool: 'refund_order',
+        arguments: lostArguments,
+      });
+      await harness.orders.api.setFaults({
+        idempotencyKey: lostCallId,
+        loseResponseAfterCommit: 1,
+        unavailable: 100,
+      });
       const lost = await harness.call({ caller: refunder, tool: 'refund_order', arguments: lostArguments });
       await record('refund-lost-response-then-unavailable', lost.callId);
       const unknownTool = await harness.call({ caller: refunder, tool: 'delete_everything', arguments: '{' });

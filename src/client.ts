@@ -6,7 +6,13 @@ import type { LoadedPolicy } from './policy/load-policy';
 import { canonicalJson } from './shared/canonical-json';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
-import { callStateQuery, defaultTaskQueue, proposeUpdate, searchAttributes, toolCallWorkflowType } from './shared/temporal';
+import {
+  callStateQuery,
+  defaultTaskQueue,
+  proposeUpdate,
+  searchAttributes,
+  toolCallWorkflowType,
+} from './shared/temporal';
 import type { ToolResult } from './shared/tool-result';
 import { rejection } from './shared/tool-result';
 import type { ToolContract, ToolInputSchema } from './tools/define-tool';

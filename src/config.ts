@@ -55,7 +55,9 @@ export function loadConfig(input: { path: string }): LoadedConfig {
     );
   }
   if (typeof config.implementations !== 'function') {
-    throw new ConfigurationError(`config file ${source}: implementations must be a function returning the implementations`);
+    throw new ConfigurationError(
+      `config file ${source}: implementations must be a function returning the implementations`,
+    );
   }
   const base = dirname(source);
   const absolute = (path: string): string => (isAbsolute(path) ? path : resolve(base, path));

@@ -53,7 +53,7 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     taskQueue: options.taskQueue ?? defaultTaskQueue,
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
-      : { workflowsPath: options.workflowsPath as string }),
+      : { workflowsPath: options.workflowsPath }),
     activities,
   });
 }

@@ -236,7 +236,9 @@ export function createOrdersApiClient({
     return new OrdersRejection({
       status: raw.status,
       code: error.success ? error.data.code : `HTTP_${raw.status}`,
-      message: error.success ? error.data.message : `The orders service answered ${raw.status} without an error body.`,
+      message: error.success
+        ? error.data.message
+        : `The orders service answered ${raw.status} without an error body.`,
     });
   }
 
@@ -335,7 +337,8 @@ export function createOrdersApiClient({
 
 function describeNetworkError(error: unknown): string {
   // fetch wraps socket errors as TypeError("fetch failed") with the real reason in `cause`.
-  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
+  const cause =
+    error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
   if (cause && typeof cause.code === 'string') return cause.code;
   if (cause && typeof cause.message === 'string') return cause.message;
   return error instanceof Error ? error.message : String(error);

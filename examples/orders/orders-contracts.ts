@@ -38,7 +38,10 @@ export const refundOrderContract = defineToolContract({
     'Only when the user asked for a refund; a question about refunds is not a request.',
   input: z.strictObject({
     order_id: orderId,
-    amount_cents: z.int().positive().describe('Refund amount in minor units (cents), an integer: 25.90 is 2590.'),
+    amount_cents: z
+      .int()
+      .positive()
+      .describe('Refund amount in minor units (cents), an integer: 25.90 is 2590.'),
     currency,
     reason: z
       .enum(['damaged', 'not_delivered', 'customer_request'])

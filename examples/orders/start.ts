@@ -30,7 +30,8 @@ async function main(): Promise<void> {
   });
   const stops: (() => Promise<unknown>)[] = [() => server.stop()];
   const stopAll = async (): Promise<void> => {
-    for (const stop of stops.reverse()) await stop().catch((error: unknown) => log(`while stopping: ${String(error)}`));
+    for (const stop of stops.reverse())
+      await stop().catch((error: unknown) => log(`while stopping: ${String(error)}`));
   };
   try {
     const connection = await Connection.connect({ address: server.address });

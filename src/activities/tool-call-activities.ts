@@ -16,8 +16,7 @@ export interface ToolCallActivityInput {
 
 /** A business check's answer: pass, or a refusal with one of the tool's domain codes. */
 export type CheckOutcome =
-  | { ok: true }
-  | { ok: false; code: string; message: string; data?: Record<string, unknown> };
+  { ok: true } | { ok: false; code: string; message: string; data?: Record<string, unknown> };
 
 /** The policy slice one call needs, and the version it came from (recorded in history). */
 export interface CallerPolicySnapshot {
@@ -51,12 +50,19 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
   const toolNamed = (name: string): ImplementedTool => {
     const tool = byName.get(name);
     if (!tool) {
-      throw ApplicationFailure.nonRetryable(`no implementation registered for tool "${name}"`, 'INTERNAL_ERROR');
+      throw ApplicationFailure.nonRetryable(
+        `no implementation registered for tool "${name}"`,
+        'INTERNAL_ERROR',
+      );
     }
     return tool;
   };
 
-  const failureFrom = (input: { tool: ImplementedTool; error: unknown; stage: string }): ApplicationFailure => {
+  const failureFrom = (input: {
+    tool: ImplementedTool;
+    error: unknown;
+    stage: string;
+  }): ApplicationFailure => {
     const { tool, error } = input;
     const kind = toolErrorKind(error);
     if (kind === 'transient') {
@@ -71,7 +77,10 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
           data: rejection.data,
         });
       }
-      log.error('tool answered with an undeclared domain code', { tool: tool.contract.name, code: rejection.code });
+      log.error('tool answered with an undeclared domain code', {
+        tool: tool.contract.name,
+        code: rejection.code,
+      });
     } else {
       log.error(`tool ${input.stage} failed unexpectedly`, {
         tool: tool.contract.name,
@@ -85,7 +94,11 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     /** Reads the caller's part of the current policy; run as a local activity so its answer is in history. */
     async loadCallerPolicy(input: { caller: string }): Promise<CallerPolicySnapshot> {
       const policy = dependencies.policy();
-      return { version: policy.version, callerPolicy: policy.callerPolicy(input.caller), approvalCeiling: null };
+      return {
+        version: policy.version,
+        callerPolicy: policy.callerPolicy(input.caller),
+        approvalCeiling: null,
+      };
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */
@@ -98,8 +111,17 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       } catch (error) {
         const failure = failureFrom({ tool, error, stage: 'check' });
         if (failure.type === executionFailureTypes.rejected) {
-          const details = failure.details?.[0] as { code: string; message: string; data?: Record<string, unknown> };
-          return { ok: false, code: details.code, message: details.message, ...(details.data ? { data: details.data } : {}) };
+          const details = failure.details?.[0] as {
+            code: string;
+            message: string;
+            data?: Record<string, unknown>;
+          };
+          return {
+            ok: false,
+            code: details.code,
+            message: details.message,
+            ...(details.data ? { data: details.data } : {}),
+          };
         }
         throw failure;
       }
@@ -127,7 +149,11 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       const findApplied: ToolImplementation['findApplied'] = tool.implementation.findApplied;
       if (!findApplied) return { applied: false };
       try {
-        const found = await findApplied({ args: input.args, callId: input.callId, idempotencyKey: input.callId });
+        const found = await findApplied({
+          args: input.args,
+          callId: input.callId,
+          idempotencyKey: input.callId,
+        });
         return found.applied ? { applied: true, output: found.output } : { applied: false };
       } catch (error) {
         throw failureFrom({ tool, error, stage: 'lookup' });
@@ -143,7 +169,11 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         return { ok: true };
       } catch (error) {
         if (toolErrorKind(error) === 'transient') throw failureFrom({ tool, error, stage: 'verify' });
-        log.warn('effect verification failed', { tool: input.tool, callId: input.callId, error: String(error) });
+        log.warn('effect verification failed', {
+          tool: input.tool,
+          callId: input.callId,
+          error: String(error),
+        });
         return { ok: false, code: 'VERIFICATION_FAILED', message: (error as Error).message };
       }
     },

@@ -117,7 +117,10 @@ function connectionSettings(values: Values, config: LoadedConfig) {
     address: values.address ?? process.env.TEMPORAL_ADDRESS ?? config.temporal?.address ?? '127.0.0.1:7233',
     namespace: values.namespace ?? process.env.TEMPORAL_NAMESPACE ?? config.temporal?.namespace ?? 'default',
     taskQueue:
-      values['task-queue'] ?? process.env.TOOLGATE_TASK_QUEUE ?? config.temporal?.taskQueue ?? defaultTaskQueue,
+      values['task-queue'] ??
+      process.env.TOOLGATE_TASK_QUEUE ??
+      config.temporal?.taskQueue ??
+      defaultTaskQueue,
   };
 }
 
@@ -164,12 +167,18 @@ async function callCommand(input: { values: Values; output: CliOutput }): Promis
   return result.ok ? 0 : 1;
 }
 
-async function statusCommand(input: { values: Values; callId: string | undefined; output: CliOutput }): Promise<number> {
+async function statusCommand(input: {
+  values: Values;
+  callId: string | undefined;
+  output: CliOutput;
+}): Promise<number> {
   const { values, callId, output } = input;
   if (!callId) throw new UsageError('status needs a call id (tc-...)');
   const result = await withClient(values, (client) => client.result(callId, { wait: values.wait }));
   if (result === null) {
-    output.out(values.json ? JSON.stringify({ callId, status: 'running' }) : `${callId}: running, no answer yet`);
+    output.out(
+      values.json ? JSON.stringify({ callId, status: 'running' }) : `${callId}: running, no answer yet`,
+    );
     return 0;
   }
   output.out(values.json ? JSON.stringify(result) : formatResult(result));
@@ -180,7 +189,8 @@ function definitionsCommand(input: { values: Values; output: CliOutput }): numbe
   const config = configOf(input.values);
   const registry = createToolRegistry({ tools: config.tools });
   const policy = loadPolicyFile({ path: config.policyPath, registry });
-  const only = input.values.caller !== undefined ? (policy.callerPolicy(input.values.caller)?.tools ?? []) : undefined;
+  const only =
+    input.values.caller !== undefined ? (policy.callerPolicy(input.values.caller)?.tools ?? []) : undefined;
   input.output.out(JSON.stringify(registry.definitions(only ? { only } : {}), null, 2));
   return 0;
 }

@@ -7,10 +7,11 @@ import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 
 import { Connection, isGrpcServiceError } from '@temporalio/client';
-import type { SearchAttributeType } from '@temporalio/common';
+import { SearchAttributeType } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { msToTs, optionalTsToMs } from '@temporalio/common/lib/time';
 
+import { searchAttributes } from '../shared/temporal';
 import { resolveTemporalCli } from './temporal-cli';
 
 const loopback = '127.0.0.1';
@@ -20,15 +21,10 @@ const stderrTailLines = 40;
 const millisecondsPerDay = 86_400_000;
 const grpcStatusAlreadyExists = 6;
 
-/** The search attributes every toolgate call sets, by name and Temporal type. */
-export const toolgateSearchAttributes = {
-  ToolName: 'KEYWORD',
-  Caller: 'KEYWORD',
-  SessionId: 'KEYWORD',
-  ToolCode: 'KEYWORD',
-  ApprovalState: 'KEYWORD',
-  RiskLevel: 'INT',
-} as const satisfies Record<string, Extract<SearchAttributeType, 'KEYWORD' | 'INT'>>;
+/** The search attributes every toolgate call sets, by name and Temporal type (derived from the shared keys). */
+export const toolgateSearchAttributes = Object.fromEntries(
+  Object.values(searchAttributes).map((key) => [key.name, key.type]),
+) as Record<string, SearchAttributeType>;
 
 /** A running local Temporal server. */
 export interface DevServer {
@@ -81,8 +77,12 @@ export async function startDevServer({
   log,
 }: StartDevServerOptions): Promise<DevServer> {
   const cli = await resolveTemporalCli({ projectRoot, log });
-  const grpcPort = port ?? (await findFreePort());
-  const webPort = headless ? undefined : (uiPort ?? (await findFreePort()));
+  // A port given explicitly must be free now: otherwise another server there (an earlier run's, say)
+  // could answer the readiness check while ours fails to bind.
+  const grpcPort = await reservePort({ port, purpose: 'the Temporal gRPC port' });
+  const webPort = headless
+    ? undefined
+    : await reservePort({ port: uiPort, purpose: 'the Temporal Web UI port' });
   const databasePath = databaseFile === undefined ? undefined : path.resolve(projectRoot, databaseFile);
   if (databasePath !== undefined) await mkdir(path.dirname(databasePath), { recursive: true });
 
@@ -131,12 +131,12 @@ async function registerSearchAttributes({
     await connection.operatorService.addSearchAttributes({
       namespace,
       searchAttributes: Object.fromEntries(
-        missing.map((name) => [name, encodeSearchAttributeIndexedValueType(toolgateSearchAttributes[name])]),
+        missing.map((name) => [name, indexedValueType({ type: toolgateSearchAttributes[name]! })]),
       ),
     });
   } catch (error) {
     // Another process registered them between our list and our add: fine if the result is what we need.
-    if (!isGrpcServiceError(error) || error.code !== grpcStatusAlreadyExists) throw error;
+    if (!isGrpcServiceError(error) || (error.code as number) !== grpcStatusAlreadyExists) throw error;
     const stillMissing = await missingSearchAttributes({ connection, namespace });
     if (stillMissing.length > 0) throw error;
   }
@@ -154,17 +154,14 @@ async function missingSearchAttributes({
 }): Promise<ToolgateSearchAttributeName[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing: ToolgateSearchAttributeName[] = [];
-  for (const [name, type] of Object.entries(toolgateSearchAttributes) as [
-    ToolgateSearchAttributeName,
-    SearchAttributeType,
-  ][]) {
+  for (const [name, type] of Object.entries(toolgateSearchAttributes)) {
     const existing = customAttributes[name];
     if (existing === undefined) {
       missing.push(name);
-    } else if (existing !== encodeSearchAttributeIndexedValueType(type)) {
+    } else if (existing !== indexedValueType({ type })) {
       const existingType =
-        (['TEXT', 'KEYWORD', 'INT', 'DOUBLE', 'BOOL', 'DATETIME', 'KEYWORD_LIST'] as const).find(
-          (candidate) => encodeSearchAttributeIndexedValueType(candidate) === existing,
+        Object.values(SearchAttributeType).find(
+          (candidate) => indexedValueType({ type: candidate }) === existing,
         ) ?? `type ${existing}`;
       throw new Error(
         `Search attribute ${name} exists in namespace "${namespace}" as ${existingType}, but toolgate needs ${type}. ` +
@@ -174,6 +171,14 @@ async function missingSearchAttributes({
     }
   }
   return missing;
+}
+
+type IndexedValueType = NonNullable<ReturnType<typeof encodeSearchAttributeIndexedValueType>>;
+
+function indexedValueType({ type }: { type: SearchAttributeType }): IndexedValueType {
+  const encoded = encodeSearchAttributeIndexedValueType(type);
+  if (encoded === undefined) throw new Error(`Unknown search attribute type ${type}.`);
+  return encoded;
 }
 
 interface ServerLaunch {
@@ -292,7 +297,9 @@ async function waitUntilServing({
     const spawnError = getSpawnError();
     if (spawnError !== undefined) throw spawnError;
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`the process exited (${String(child.exitCode ?? child.signalCode)}) before it served requests.`);
+      throw new Error(
+        `the process exited (${String(child.exitCode ?? child.signalCode)}) before it served requests.`,
+      );
     }
     if (Date.now() > deadline) {
       const detail = lastError instanceof Error ? ` Last attempt: ${lastError.message}` : '';
@@ -328,15 +335,31 @@ async function terminate({ child, exited }: { child: ChildProcess; exited: Promi
   }
 }
 
-async function findFreePort(): Promise<number> {
+/** The given port if nothing listens on it (else a clear error), or a free one when none is given. */
+async function reservePort({
+  port,
+  purpose,
+}: {
+  port: number | undefined;
+  purpose: string;
+}): Promise<number> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, loopback, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port ?? 0, loopback, () => resolve());
+    });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `Cannot use port ${String(port)} on ${loopback} for ${purpose}: ${reason}. ` +
+        'Fix: stop what listens there (an earlier toolgate or Temporal server?) or choose another port.',
+    );
+  }
   const bound = server.address();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (bound === null || typeof bound === 'string') throw new Error('Could not pick a free TCP port.');
+  if (bound === null || typeof bound === 'string')
+    throw new Error(`Could not find a free port for ${purpose}.`);
   return bound.port;
 }
 

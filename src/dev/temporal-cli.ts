@@ -12,8 +12,7 @@ const buildHeartbeatMilliseconds = 30_000;
 
 /** Where a usable Temporal CLI came from, or that the SDK must download one itself. */
 export type TemporalCliResolution =
-  | { kind: 'path'; path: string; source: 'env' | 'path' | 'built' }
-  | { kind: 'sdk-download' };
+  { kind: 'path'; path: string; source: 'env' | 'path' | 'built' } | { kind: 'sdk-download' };
 
 /** Options of {@link resolveTemporalCli}. */
 export interface ResolveTemporalCliOptions {
@@ -196,7 +195,9 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((error: unknown) => {
-    process.stderr.write(`Could not provide a Temporal CLI: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `Could not provide a Temporal CLI: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     process.exitCode = 1;
   });
 }

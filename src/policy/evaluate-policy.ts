@@ -40,7 +40,9 @@ export function evaluatePolicy(input: {
     const over = limit.max !== undefined && value > limit.max;
     const under = limit.min !== undefined && value < limit.min;
     if (over || under) {
-      const bound = over ? `above this caller's limit of ${limit.max}` : `below this caller's minimum of ${limit.min}`;
+      const bound = over
+        ? `above this caller's limit of ${limit.max}`
+        : `below this caller's minimum of ${limit.min}`;
       return {
         allowed: false,
         code: 'POLICY_LIMIT',

@@ -43,7 +43,9 @@ export function loadPolicyFile(input: { path: string; registry: ToolRegistry }):
 export function checkPolicy(input: { source: string; value: unknown; registry: ToolRegistry }): LoadedPolicy {
   const parsed = policyFileSchema.safeParse(input.value);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+    const problems = parsed.error.issues.map(
+      (issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`,
+    );
     throw new ConfigurationError(`policy file ${input.source}: ${problems.join('; ')}`);
   }
   const file = parsed.data;
@@ -52,7 +54,9 @@ export function checkPolicy(input: { source: string; value: unknown; registry: T
   for (const [caller, policy] of Object.entries(file.callers)) {
     policy.tools.forEach((tool, index) => {
       if (!input.registry.get(tool)) {
-        problems.push(`callers.${caller}.tools.${index}: unknown tool "${tool}"; known tools: ${known.join(', ')}`);
+        problems.push(
+          `callers.${caller}.tools.${index}: unknown tool "${tool}"; known tools: ${known.join(', ')}`,
+        );
       }
     });
     for (const [tool, fields] of Object.entries(policy.limits ?? {})) {
@@ -65,7 +69,9 @@ export function checkPolicy(input: { source: string; value: unknown; registry: T
       for (const field of Object.keys(fields)) {
         const schema = shape[field];
         if (!schema || !(unwrap(schema) instanceof z.ZodNumber)) {
-          const numeric = Object.keys(shape).filter((key) => unwrap(shape[key] as z.ZodType) instanceof z.ZodNumber);
+          const numeric = Object.keys(shape).filter(
+            (key) => unwrap(shape[key] as z.ZodType) instanceof z.ZodNumber,
+          );
           problems.push(
             `callers.${caller}.limits.${tool}.${field}: not a numeric input field of ${tool}; ` +
               `numeric fields: ${numeric.join(', ') || 'none'}`,

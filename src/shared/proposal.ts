@@ -24,8 +24,7 @@ export interface Proposal {
 
 /** The outcome of parsing raw arguments: a JSON object, or why it is not one. */
 export type ParsedArguments =
-  | { ok: true; value: Record<string, unknown> }
-  | { ok: false; message: string; parsedValue?: unknown };
+  { ok: true; value: Record<string, unknown> } | { ok: false; message: string; parsedValue?: unknown };
 
 /** Parses raw arguments; an empty text means no arguments (`{}`), anything but an object is refused. */
 export function parseArguments(rawArguments: string): ParsedArguments {
@@ -114,7 +113,10 @@ export function keyArguments(input: {
  * The call id: the workflow ID and the idempotency key of every attempt. The same proposal,
  * whatever its whitespace or key order, always yields the same id.
  */
-export function deriveCallId(input: { proposal: Proposal; idempotencyFields?: readonly string[] | undefined }): string {
+export function deriveCallId(input: {
+  proposal: Proposal;
+  idempotencyFields?: readonly string[] | undefined;
+}): string {
   const { proposal } = input;
   const key =
     proposal.intentId !== undefined

@@ -21,7 +21,9 @@ export interface ToolImplementation<Args = unknown, Output = unknown> {
    */
   execute: (context: ToolCallContext<Args> & { idempotencyKey: string; attempt: number }) => Promise<Output>;
   /** For a write: asks the backend whether the key was applied, so a lost response is never reported as not applied. */
-  findApplied?: (context: ToolCallContext<Args> & { idempotencyKey: string }) => Promise<AppliedEffect<Output>>;
+  findApplied?: (
+    context: ToolCallContext<Args> & { idempotencyKey: string },
+  ) => Promise<AppliedEffect<Output>>;
   /** The exact effect, computed from the validated arguments, for an approver to read. */
   preview?: (context: ToolCallContext<Args>) => Promise<Record<string, unknown>>;
   /** Reads the effect back after execution; throw to report `VERIFICATION_FAILED`. */
@@ -51,7 +53,7 @@ export function defineToolImplementation<Input extends ToolInputSchema, Output e
     );
   }
   return Object.freeze({
-    contract: contract as unknown as AnyToolContract,
+    contract: contract,
     implementation: implementation as ToolImplementation,
   });
 }

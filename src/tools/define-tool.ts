@@ -84,12 +84,15 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     throw new ToolDefinitionError(`tool "${String(definition.name)}": ${problem}`);
   };
   if (typeof definition.name !== 'string' || !toolNamePattern.test(definition.name)) {
-    fail('the name must be 1-64 letters, digits, "_" or "-", starting with a letter (providers refuse others)');
+    fail(
+      'the name must be 1-64 letters, digits, "_" or "-", starting with a letter (providers refuse others)',
+    );
   }
   if (typeof definition.description !== 'string' || definition.description.trim().length < 10) {
     fail('write a description for the model: what the tool does, when to call it, what it never does');
   }
-  if (!(definition.input instanceof z.ZodObject)) fail('input must be a zod object schema (z.strictObject({...}))');
+  if (!(definition.input instanceof z.ZodObject))
+    fail('input must be a zod object schema (z.strictObject({...}))');
   if (definition.input._zod.def.catchall?._zod.def.type !== 'never') {
     fail('input must reject unknown fields: use z.strictObject({...}) or .strict()');
   }
@@ -134,7 +137,11 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
   });
 }
 
-function checkFields(input: { shape: Record<string, z.ZodType>; path: string; fail: (problem: string) => never }): void {
+function checkFields(input: {
+  shape: Record<string, z.ZodType>;
+  path: string;
+  fail: (problem: string) => never;
+}): void {
   for (const [key, field] of Object.entries(input.shape)) {
     const path = input.path ? `${input.path}.${key}` : key;
     if (!field.description) {
@@ -142,7 +149,9 @@ function checkFields(input: { shape: Record<string, z.ZodType>; path: string; fa
     }
     const inner = unwrap(field);
     if ((inner._zod.def as { coerce?: boolean }).coerce) {
-      input.fail(`input field "${path}" coerces its value; use a plain schema so "2590" is refused, not converted`);
+      input.fail(
+        `input field "${path}" coerces its value; use a plain schema so "2590" is refused, not converted`,
+      );
     }
     if (inner instanceof z.ZodObject) {
       if (inner._zod.def.catchall?._zod.def.type !== 'never') {

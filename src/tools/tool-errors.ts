@@ -16,8 +16,16 @@ export interface TransientToolError extends Error {
 }
 
 /** Makes a business refusal: `code` must be one of the tool's domain codes; `message` tells the model what to do. */
-export function toolRejection(input: { code: string; message: string; data?: Record<string, unknown> }): ToolRejection {
-  const error = new Error(input.message) as Error & { toolgateKind: 'rejection'; code: string; data?: unknown };
+export function toolRejection(input: {
+  code: string;
+  message: string;
+  data?: Record<string, unknown>;
+}): ToolRejection {
+  const error = new Error(input.message) as Error & {
+    toolgateKind: 'rejection';
+    code: string;
+    data?: unknown;
+  };
   error.name = 'ToolRejection';
   error.toolgateKind = 'rejection';
   error.code = input.code;
@@ -30,13 +38,13 @@ export function transientToolError(input: { message: string; cause?: unknown }):
   const error = new Error(input.message, { cause: input.cause }) as Error & { toolgateKind: 'transient' };
   error.name = 'TransientToolError';
   error.toolgateKind = 'transient';
-  return error as TransientToolError;
+  return error;
 }
 
 /** Reads what kind of tool error this is, if any. */
 export function toolErrorKind(error: unknown): 'rejection' | 'transient' | undefined {
   if (error !== null && typeof error === 'object' && 'toolgateKind' in error) {
-    const kind = (error as { toolgateKind: unknown }).toolgateKind;
+    const kind = error.toolgateKind;
     if (kind === 'rejection' || kind === 'transient') return kind;
   }
   return undefined;

@@ -26,7 +26,7 @@ export function createToolRegistry(input: {
     if (byName.has(tool.name)) {
       throw new ToolDefinitionError(`tool "${tool.name}" is defined twice; tool names must be unique`);
     }
-    byName.set(tool.name, tool as unknown as AnyToolContract);
+    byName.set(tool.name, tool);
   }
   const definitionCache = new Map<string, ToolDefinition>();
   const definitionOf = (tool: AnyToolContract): ToolDefinition => {

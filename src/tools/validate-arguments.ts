@@ -22,7 +22,7 @@ export type ArgumentValidation =
 export function validateArguments(input: { contract: AnyToolContract; value: unknown }): ArgumentValidation {
   // reportInput puts the offending value into each issue, so the message can quote it.
   const parsed = input.contract.input.safeParse(input.value, { reportInput: true });
-  if (parsed.success) return { success: true, args: parsed.data as Record<string, unknown> };
+  if (parsed.success) return { success: true, args: parsed.data };
   const issues: ArgumentIssue[] = [];
   for (const issue of parsed.error.issues) issues.push(...describeIssue({ contract: input.contract, issue }));
   const lines = issues.map((issue) => {
@@ -47,7 +47,10 @@ function describeIssue(input: { contract: AnyToolContract; issue: z.core.$ZodIss
   }
   const field = fieldAt({ schema: input.contract.input, path });
   const description = field ? (field.description ?? unwrap(field).description) : undefined;
-  const base: ArgumentIssue = { field: path.length ? path.join('.') : '(arguments)', problem: problemOf(issue) };
+  const base: ArgumentIssue = {
+    field: path.length ? path.join('.') : '(arguments)',
+    problem: problemOf(issue),
+  };
   if (description) base.description = description;
   if (issue.code === 'invalid_value') base.acceptedValues = issue.values;
   return [base];

@@ -10,7 +10,11 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CallerPolicySnapshot, CheckOutcome, ToolCallActivities } from '../activities/tool-call-activities';
+import type {
+  CallerPolicySnapshot,
+  CheckOutcome,
+  ToolCallActivities,
+} from '../activities/tool-call-activities';
 import type { AuditRecord } from '../audit/audit-store';
 import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { Proposal } from '../shared/proposal';
@@ -65,7 +69,6 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
     const startedAt = Date.now();
     const state: CallState = { stage: 'validating' };
     const record: Partial<AuditRecord> = {};
-    let final: ToolResult | undefined;
 
     setHandler(callStateQuery, () => state);
     setHandler(proposeUpdate, async (request) => {
@@ -77,8 +80,8 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       ) {
         return { startedRun, result: intentConflict({ proposal, callId }) };
       }
-      await condition(() => final !== undefined);
-      const result = final as ToolResult;
+      await condition(() => state.result !== undefined);
+      const result = state.result as ToolResult;
       // A proposal that joined a run did not make anything run again.
       return { startedRun, result: startedRun ? result : { ...result, replayed: true } };
     });
@@ -91,20 +94,29 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       result = await runPipeline();
     } catch (error) {
       log.error('call pipeline failed unexpectedly', { callId, error: String(error) });
-      result = reject('INTERNAL_ERROR', 'toolgate failed unexpectedly and applied nothing. Do not retry; tell the user.');
+      result = reject(
+        'INTERNAL_ERROR',
+        'toolgate failed unexpectedly and applied nothing. Do not retry; tell the user.',
+      );
     }
     state.stage = 'recording';
     upsertSearchAttributes([{ key: searchAttributes.toolCode, value: result.code }]);
-    setCurrentDetails(`${record.validatedArguments ? summaryOf() : proposal.tool}: ${result.code} (effect ${result.effect})`);
+    setCurrentDetails(
+      `${record.validatedArguments ? summaryOf() : proposal.tool}: ${result.code} (effect ${result.effect})`,
+    );
     // The answer goes out only with the run's close, so a proposal made after it starts a new run
     // (a fresh read, a retry after a rejection) instead of joining this one.
     await recordAudit(result);
-    final = result;
     state.result = result;
     state.stage = 'done';
     await condition(allHandlersFinished);
     if (result.ok) return result;
-    throw ApplicationFailure.create({ type: result.code, message: result.message, details: [result], nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: result.code,
+      message: result.message,
+      details: [result],
+      nonRetryable: true,
+    });
 
     function summaryOf(): string {
       try {
@@ -122,7 +134,10 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       // Step 1: the policy (loaded by the worker, recorded in history), the tool, the allowlist.
       const policy = await loadPolicy();
       if (!policy) {
-        return reject('INTERNAL_ERROR', 'The policy could not be loaded; nothing was applied. Do not retry; tell the user.');
+        return reject(
+          'INTERNAL_ERROR',
+          'The policy could not be loaded; nothing was applied. Do not retry; tell the user.',
+        );
       }
       record.policyVersion = policy.version;
       const available = policy.callerPolicy?.tools ?? [];
@@ -166,7 +181,10 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       // Step 3: schema.
       const validation = validateArguments({ contract, value: parsed.value });
       if (!validation.success) {
-        return reject('INVALID_ARGUMENTS', validation.message, { effect: 'none', data: { issues: validation.issues } });
+        return reject('INVALID_ARGUMENTS', validation.message, {
+          effect: 'none',
+          data: { issues: validation.issues },
+        });
       }
       const args = validation.args;
       record.validatedArguments = args;
@@ -182,7 +200,8 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       });
       record.riskLevel = verdict.riskLevel;
       upsertSearchAttributes([{ key: searchAttributes.riskLevel, value: riskRank(verdict.riskLevel) }]);
-      if (!verdict.allowed) return reject(verdict.code, verdict.message, { effect: 'none', data: verdict.data });
+      if (!verdict.allowed)
+        return reject(verdict.code, verdict.message, { effect: 'none', data: verdict.data });
 
       const retry = { ...baseRetry, ...contract.retry };
       const activities = proxyActivities<ToolCallActivities>({
@@ -206,7 +225,10 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         return unavailable({ error, contract, effect: 'none' });
       }
       if (!check.ok) {
-        return reject(check.code, check.message, { effect: 'none', ...(check.data ? { data: check.data } : {}) });
+        return reject(check.code, check.message, {
+          effect: 'none',
+          ...(check.data ? { data: check.data } : {}),
+        });
       }
 
       // Step 8: execute, the call id as idempotency key on every attempt.
@@ -219,8 +241,15 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       } catch (error) {
         const failure = failureOf(error);
         if (failure.type === 'TOOL_REJECTED') {
-          const details = failure.details?.[0] as { code: string; message: string; data?: Record<string, unknown> };
-          return reject(details.code, details.message, { effect: 'none', ...(details.data ? { data: details.data } : {}) });
+          const details = failure.details?.[0] as {
+            code: string;
+            message: string;
+            data?: Record<string, unknown>;
+          };
+          return reject(details.code, details.message, {
+            effect: 'none',
+            ...(details.data ? { data: details.data } : {}),
+          });
         }
         if (contract.effect === 'read') return unavailable({ error, contract, effect: 'none' });
         // Retries ran out: never guess. Ask the backend whether this key was applied.
@@ -243,7 +272,11 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       state.stage = 'verifying';
       const outputCheck = contract.output.safeParse(output);
       if (!outputCheck.success) {
-        log.error('tool output broke its contract', { callId, tool: contract.name, issues: outputCheck.error.issues });
+        log.error('tool output broke its contract', {
+          callId,
+          tool: contract.name,
+          issues: outputCheck.error.issues,
+        });
         return reject(
           'OUTPUT_CONTRACT_VIOLATION',
           `${contract.name} answered with data that breaks its output contract` +
@@ -256,7 +289,11 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       try {
         verification = await activities.verifyToolEffect({ ...activityInput, output: outputCheck.data });
       } catch {
-        verification = { ok: false, code: 'VERIFICATION_FAILED', message: 'the effect could not be read back' };
+        verification = {
+          ok: false,
+          code: 'VERIFICATION_FAILED',
+          message: 'the effect could not be read back',
+        };
       }
       if (!verification.ok) {
         return reject(
@@ -287,7 +324,11 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       }
     }
 
-    function unavailable(input: { error: unknown; contract: AnyToolContract; effect: 'none' | 'unknown' }): ToolResult {
+    function unavailable(input: {
+      error: unknown;
+      contract: AnyToolContract;
+      effect: 'none' | 'unknown';
+    }): ToolResult {
       const { contract, effect } = input;
       if (failureOf(input.error).type === 'INTERNAL_ERROR' && effect === 'none') {
         return reject(

@@ -29,7 +29,16 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; erro
 
 describe('toolgate CLI', () => {
   it('runs a governed read with `call --json` and exits 0', async () => {
-    const { code, out } = await run('call', '--caller', 'readonly-bot', '--tool', 'get_order', '--args', '{"order_id":"ORD-1002"}', '--json');
+    const { code, out } = await run(
+      'call',
+      '--caller',
+      'readonly-bot',
+      '--tool',
+      'get_order',
+      '--args',
+      '{"order_id":"ORD-1002"}',
+      '--json',
+    );
     expect(code).toBe(0);
     const result = JSON.parse(out) as ToolResult;
     expect(result).toMatchObject({ ok: true, code: 'OK', data: { order_id: 'ORD-1002', currency: 'USD' } });
@@ -37,8 +46,16 @@ describe('toolgate CLI', () => {
 
   it('runs a refund under a policy that lets it, then shows it with `status`', async () => {
     const refund = await run(
-      'call', '--caller', 'test-refunder', '--tool', 'refund_order', '--session', `cli-${Date.now()}`,
-      '--args', '{"order_id":"ORD-1002","amount_cents":500,"currency":"USD","reason":"damaged"}', '--json',
+      'call',
+      '--caller',
+      'test-refunder',
+      '--tool',
+      'refund_order',
+      '--session',
+      `cli-${Date.now()}`,
+      '--args',
+      '{"order_id":"ORD-1002","amount_cents":500,"currency":"USD","reason":"damaged"}',
+      '--json',
     );
     expect(refund.code).toBe(0);
     const result = JSON.parse(refund.out) as ToolResult;
@@ -51,7 +68,15 @@ describe('toolgate CLI', () => {
   });
 
   it('exits 1 with the code for a rejected call', async () => {
-    const { code, out } = await run('call', '--caller', 'readonly-bot', '--tool', 'refund_order', '--args', '{}');
+    const { code, out } = await run(
+      'call',
+      '--caller',
+      'readonly-bot',
+      '--tool',
+      'refund_order',
+      '--args',
+      '{}',
+    );
     expect(code).toBe(1);
     expect(out).toContain('TOOL_NOT_ALLOWED  refund_order');
   });
@@ -62,8 +87,19 @@ describe('toolgate CLI', () => {
     expect(usage.error).toContain('call needs --caller, --args');
     let error = '';
     const unreachable = await main(
-      ['call', '--caller', 'readonly-bot', '--tool', 'get_order', '--args', '{}', '--address', '127.0.0.1:1',
-        '--config', join(__dirname, '../../toolgate.config.ts')],
+      [
+        'call',
+        '--caller',
+        'readonly-bot',
+        '--tool',
+        'get_order',
+        '--args',
+        '{}',
+        '--address',
+        '127.0.0.1:1',
+        '--config',
+        join(__dirname, '../../toolgate.config.ts'),
+      ],
       { out: () => undefined, error: (text) => (error += text) },
     );
     expect(unreachable).toBe(3);
@@ -73,6 +109,8 @@ describe('toolgate CLI', () => {
   it('prints the definitions a caller may see, from the schema that validates', async () => {
     const { code, out } = await run('definitions', '--caller', 'readonly-bot');
     expect(code).toBe(0);
-    expect((JSON.parse(out) as { name: string }[]).map((definition) => definition.name)).toEqual(['get_order']);
+    expect((JSON.parse(out) as { name: string }[]).map((definition) => definition.name)).toEqual([
+      'get_order',
+    ]);
   });
 });

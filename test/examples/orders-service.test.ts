@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOrdersApiClient, isOrdersRejection, isOrdersUnavailable } from '../../examples/orders/orders-api-client';
+import {
+  createOrdersApiClient,
+  isOrdersRejection,
+  isOrdersUnavailable,
+} from '../../examples/orders/orders-api-client';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { startOrdersService } from '../../examples/orders/service/orders-service';
 import type { CredentialCheck } from '../../examples/orders/service/orders-service';
@@ -23,7 +27,11 @@ async function caught(action: () => Promise<unknown>): Promise<unknown> {
   throw new Error('expected the call to throw, but it resolved');
 }
 
-async function expectRejection(action: () => Promise<unknown>, code: string, status: number): Promise<string> {
+async function expectRejection(
+  action: () => Promise<unknown>,
+  code: string,
+  status: number,
+): Promise<string> {
   const error = await caught(action);
   expect(isOrdersRejection(error), String(error)).toBe(true);
   expect(error).toMatchObject({
@@ -156,7 +164,11 @@ describe('orders service (real process over HTTP)', () => {
         409,
       );
       expect(message).toContain('new idempotency key');
-      await expectRejection(() => api.refund({ ...request, orderId: 'ORD-1003' }), 'IDEMPOTENCY_CONFLICT', 409);
+      await expectRejection(
+        () => api.refund({ ...request, orderId: 'ORD-1003' }),
+        'IDEMPOTENCY_CONFLICT',
+        409,
+      );
 
       expect(await api.refundCount()).toBe(1);
       expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(2590);
@@ -187,7 +199,9 @@ describe('orders service (real process over HTTP)', () => {
       );
 
       expect(settled.filter((result) => result.status === 'fulfilled')).toHaveLength(2);
-      const refused = settled.filter((result): result is PromiseRejectedResult => result.status === 'rejected');
+      const refused = settled.filter(
+        (result): result is PromiseRejectedResult => result.status === 'rejected',
+      );
       expect(refused).toHaveLength(1);
       expect(refused[0]?.reason).toMatchObject({
         kind: 'rejection',
@@ -209,7 +223,11 @@ describe('orders service (real process over HTTP)', () => {
     });
 
     it('refuses a refund in another currency with CURRENCY_MISMATCH and applies nothing', async () => {
-      const message = await expectRejection(() => api.refund(refundOf({ currency: 'USD' })), 'CURRENCY_MISMATCH', 422);
+      const message = await expectRejection(
+        () => api.refund(refundOf({ currency: 'USD' })),
+        'CURRENCY_MISMATCH',
+        422,
+      );
       expect(message).toContain('BRL');
       expect(await api.refundCount()).toBe(0);
       expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(0);
@@ -232,7 +250,11 @@ describe('orders service (real process over HTTP)', () => {
 
     it('leaves a rejected key unapplied, so it can carry a valid refund later', async () => {
       const idempotencyKey = newKey();
-      await expectRejection(() => api.refund(refundOf({ idempotencyKey, currency: 'USD' })), 'CURRENCY_MISMATCH', 422);
+      await expectRejection(
+        () => api.refund(refundOf({ idempotencyKey, currency: 'USD' })),
+        'CURRENCY_MISMATCH',
+        422,
+      );
       const outcome = await api.refund(refundOf({ idempotencyKey }));
 
       expect(outcome.replayed).toBe(false);

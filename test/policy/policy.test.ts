@@ -9,7 +9,12 @@ import type { CallerPolicy } from '../../src/policy/policy-schema';
 import { createToolRegistry } from '../../src/tools/tool-registry';
 
 const registry = createToolRegistry({ tools: ordersContracts });
-const refund = (amount: number) => ({ order_id: 'ORD-1003', amount_cents: amount, currency: 'BRL', reason: 'damaged' });
+const refund = (amount: number) => ({
+  order_id: 'ORD-1003',
+  amount_cents: amount,
+  currency: 'BRL',
+  reason: 'damaged',
+});
 const supportBot: CallerPolicy = {
   tools: ['get_order', 'refund_order'],
   autonomy: 'reversible',
@@ -25,7 +30,12 @@ describe('evaluatePolicy', () => {
       callerPolicy: supportBot,
       approvalCeiling: null,
     });
-    expect(verdict).toMatchObject({ allowed: false, code: 'POLICY_LIMIT', riskLevel: 'critical', data: { max: 50_000 } });
+    expect(verdict).toMatchObject({
+      allowed: false,
+      code: 'POLICY_LIMIT',
+      riskLevel: 'critical',
+      data: { max: 50_000 },
+    });
   });
 
   it('needs approval above the caller’s autonomy', () => {
@@ -80,8 +90,16 @@ describe('policy files', () => {
 
   it.each([
     ['broken JSON', '{"callers": ', 'not valid JSON'],
-    ['an unknown autonomy level', '{"callers":{"bot":{"tools":[],"autonomy":"yolo"}}}', 'callers.bot.autonomy'],
-    ['an unknown tool', '{"callers":{"bot":{"tools":["refnd_order"],"autonomy":"read"}}}', 'unknown tool "refnd_order"'],
+    [
+      'an unknown autonomy level',
+      '{"callers":{"bot":{"tools":[],"autonomy":"yolo"}}}',
+      'callers.bot.autonomy',
+    ],
+    [
+      'an unknown tool',
+      '{"callers":{"bot":{"tools":["refnd_order"],"autonomy":"read"}}}',
+      'unknown tool "refnd_order"',
+    ],
     [
       'a limit on a non-numeric field',
       '{"callers":{"bot":{"tools":[],"autonomy":"read","limits":{"refund_order":{"currency":{"max":1}}}}}}',
@@ -96,8 +114,16 @@ describe('policy files', () => {
   });
 
   it('changes its version digest when its content changes', () => {
-    const a = checkPolicy({ source: 'a', registry, value: { callers: { bot: { tools: [], autonomy: 'read' } } } });
-    const b = checkPolicy({ source: 'b', registry, value: { callers: { bot: { tools: [], autonomy: 'reversible' } } } });
+    const a = checkPolicy({
+      source: 'a',
+      registry,
+      value: { callers: { bot: { tools: [], autonomy: 'read' } } },
+    });
+    const b = checkPolicy({
+      source: 'b',
+      registry,
+      value: { callers: { bot: { tools: [], autonomy: 'reversible' } } },
+    });
     expect(a.digest).not.toBe(b.digest);
   });
 });

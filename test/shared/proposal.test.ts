@@ -7,7 +7,9 @@ const base = { session: 's1', caller: 'support-bot', tool: 'refund_order' };
 
 describe('canonical JSON and digests', () => {
   it('sorts object keys recursively and keeps array order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}',
+    );
   });
 
   it('hashes with the pure-JS SHA-256 to the same bytes as node:crypto', () => {
@@ -27,9 +29,15 @@ describe('call ids', () => {
   });
 
   it('gives one call id to arguments that differ only in whitespace and key order', () => {
-    const a = deriveCallId({ proposal: capProposal({ ...base, arguments: '{"amount_cents":2590,"currency":"BRL"}' }) });
-    const b = deriveCallId({ proposal: capProposal({ ...base, arguments: '{ "currency" : "BRL", "amount_cents" : 2590 }' }) });
-    const c = deriveCallId({ proposal: capProposal({ ...base, arguments: { currency: 'BRL', amount_cents: 2590 } }) });
+    const a = deriveCallId({
+      proposal: capProposal({ ...base, arguments: '{"amount_cents":2590,"currency":"BRL"}' }),
+    });
+    const b = deriveCallId({
+      proposal: capProposal({ ...base, arguments: '{ "currency" : "BRL", "amount_cents" : 2590 }' }),
+    });
+    const c = deriveCallId({
+      proposal: capProposal({ ...base, arguments: { currency: 'BRL', amount_cents: 2590 } }),
+    });
     expect(a).toBe(b);
     expect(a).toBe(c);
   });
@@ -56,9 +64,16 @@ describe('call ids', () => {
 
   it('keys an intent by caller, tool and intent id only', () => {
     const first = capProposal({ ...base, arguments: '{"amount_cents":1}', intentId: 'confirm-9' });
-    const second = capProposal({ ...base, session: 'other', arguments: '{"amount_cents":2}', intentId: 'confirm-9' });
+    const second = capProposal({
+      ...base,
+      session: 'other',
+      arguments: '{"amount_cents":2}',
+      intentId: 'confirm-9',
+    });
     expect(deriveCallId({ proposal: first })).toBe(deriveCallId({ proposal: second }));
-    const expected = createHash('sha256').update(JSON.stringify(['support-bot', 'refund_order', 'intent:confirm-9'])).digest('hex');
+    const expected = createHash('sha256')
+      .update(JSON.stringify(['support-bot', 'refund_order', 'intent:confirm-9']))
+      .digest('hex');
     expect(deriveCallId({ proposal: first })).toBe(`tc-${expected}`);
   });
 

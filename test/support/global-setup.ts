@@ -1,5 +1,5 @@
 import { Connection } from '@temporalio/client';
-import type { TestProject } from 'vitest/node';
+import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 
 import { prepareNamespace, startDevServer } from '../../src/dev/dev-server';
 

@@ -10,7 +10,8 @@ export function createTestTools(): ImplementedTool[] {
   return [
     defineToolImplementation(echoShapeContract, {
       // The cast is the point: this implementation breaks its own contract when asked to.
-      execute: async ({ args }) => (args.broken ? ({ value: 'not a number' } as unknown as { value: number }) : { value: 7 }),
+      execute: async ({ args }) =>
+        args.broken ? ({ value: 'not a number' } as unknown as { value: number }) : { value: 7 },
     }),
     defineToolImplementation(explodeContract, {
       execute: async () => {

@@ -6,7 +6,8 @@ import { defineToolContract } from '../../src/definitions';
 /** Answers with whatever shape it was asked to, so the output contract can be broken on purpose. */
 export const echoShapeContract = defineToolContract({
   name: 'echo_shape',
-  description: 'Test tool: returns a record; with broken=true it returns one that breaks its output contract.',
+  description:
+    'Test tool: returns a record; with broken=true it returns one that breaks its output contract.',
   input: z.strictObject({ broken: z.boolean().describe('whether to answer with a broken shape') }),
   output: z.strictObject({ value: z.int() }),
   effect: 'read',

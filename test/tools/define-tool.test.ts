@@ -4,7 +4,11 @@ import { defineToolContract, ToolDefinitionError } from '../../src/definitions';
 import { defineToolImplementation } from '../../src/index';
 import { createToolRegistry } from '../../src/tools/tool-registry';
 import { validateArguments } from '../../src/tools/validate-arguments';
-import { getOrderContract, ordersContracts, refundOrderContract } from '../../examples/orders/orders-contracts';
+import {
+  getOrderContract,
+  ordersContracts,
+  refundOrderContract,
+} from '../../examples/orders/orders-contracts';
 
 const valid = {
   name: 'read_thing',
@@ -20,11 +24,19 @@ describe('defineToolContract refuses a definition that breaks a rule, saying wha
     ['a missing description', { description: '' }, 'write a description'],
     ['a non-strict input', { input: z.object({ id: z.string().describe('x') }) }, 'z.strictObject'],
     ['a field without description', { input: z.strictObject({ id: z.string() }) }, 'needs .describe'],
-    ['a coercing field', { input: z.strictObject({ n: z.coerce.number().describe('n') }) }, 'coerces its value'],
+    [
+      'a coercing field',
+      { input: z.strictObject({ n: z.coerce.number().describe('n') }) },
+      'coerces its value',
+    ],
     ['a write without risk', { effect: 'write' }, 'needs a risk function'],
     ['a read with risk', { risk: () => 'critical' }, 'a read tool has no risk function'],
     ['a lower-case domain code', { domainCodes: { not_found: 'x' } }, 'SCREAMING_SNAKE_CASE'],
-    ['a built-in code as domain code', { domainCodes: { INVALID_ARGUMENTS: 'x' } }, "one of toolgate's own codes"],
+    [
+      'a built-in code as domain code',
+      { domainCodes: { INVALID_ARGUMENTS: 'x' } },
+      "one of toolgate's own codes",
+    ],
     ['an unknown idempotency field', { idempotencyFields: ['nope'] }, 'not an input field'],
   ])('%s', (_case, override, expected) => {
     const definition = { ...valid, ...override } as Parameters<typeof defineToolContract>[0];
@@ -33,13 +45,15 @@ describe('defineToolContract refuses a definition that breaks a rule, saying wha
   });
 
   it('refuses a write implementation without findApplied', () => {
-    expect(() => defineToolImplementation(refundOrderContract, { execute: async () => ({}) as never })).toThrow(
-      'needs findApplied',
-    );
+    expect(() =>
+      defineToolImplementation(refundOrderContract, { execute: async () => ({}) as never }),
+    ).toThrow('needs findApplied');
   });
 
   it('refuses two tools with one name in a registry', () => {
-    expect(() => createToolRegistry({ tools: [getOrderContract, getOrderContract] })).toThrow('defined twice');
+    expect(() => createToolRegistry({ tools: [getOrderContract, getOrderContract] })).toThrow(
+      'defined twice',
+    );
   });
 });
 
@@ -70,16 +84,24 @@ describe('definitions for the model', () => {
         },
       },
     });
-    expect(registry.definitions({ only: ['get_order'] }).map((definition) => definition.name)).toEqual(['get_order']);
+    expect(registry.definitions({ only: ['get_order'] }).map((definition) => definition.name)).toEqual([
+      'get_order',
+    ]);
   });
 });
 
 describe('validateArguments', () => {
   it('refuses coercion: "2590" and 25.9 are not 2590', () => {
     const args = { order_id: 'ORD-1001', currency: 'BRL', reason: 'damaged' };
-    expect(validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: '2590' } }).success).toBe(false);
-    expect(validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 25.9 } }).success).toBe(false);
-    expect(validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 2590 } })).toEqual({
+    expect(
+      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: '2590' } }).success,
+    ).toBe(false);
+    expect(
+      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 25.9 } }).success,
+    ).toBe(false);
+    expect(
+      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 2590 } }),
+    ).toEqual({
       success: true,
       args: { ...args, amount_cents: 2590 },
     });

@@ -27,7 +27,11 @@ async function appliedRefunds(orderId?: string): Promise<number> {
 
 describe('validation never lets a bad proposal reach the backend', () => {
   it.each([
-    ['a float amount', { amount_cents: 25.9 }, 'amount_cents: must be an integer, got 25.9 (Refund amount in minor units'],
+    [
+      'a float amount',
+      { amount_cents: 25.9 },
+      'amount_cents: must be an integer, got 25.9 (Refund amount in minor units',
+    ],
     ['an amount as a string', { amount_cents: '2590' }, 'amount_cents: must be a number, got string "2590"'],
     ['a negative amount', { amount_cents: -100 }, 'amount_cents: expected number to be >0, got -100'],
     ['a currency outside the enum', { currency: 'EUR' }, 'currency: must be one of "BRL", "USD"'],
@@ -35,8 +39,17 @@ describe('validation never lets a bad proposal reach the backend', () => {
     ['an extra field', { force: true }, 'force: unknown field; remove it'],
     ['a missing reason', { reason: undefined }, 'reason: required; it is missing'],
   ])('rejects %s with INVALID_ARGUMENTS naming the field', async (_case, overrides, expected) => {
-    const result = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments(overrides) });
-    expect(result).toMatchObject({ ok: false, code: 'INVALID_ARGUMENTS', effect: 'none', tool: 'refund_order' });
+    const result = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(overrides),
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENTS',
+      effect: 'none',
+      tool: 'refund_order',
+    });
     expect(result.message).toContain(expected);
     expect(await appliedRefunds()).toBe(0);
   });
@@ -54,7 +67,11 @@ describe('validation never lets a bad proposal reach the backend', () => {
   });
 
   it('rejects broken JSON and a JSON array with INVALID_JSON', async () => {
-    const broken = await harness.call({ caller: refunder, tool: 'get_order', arguments: '{"order_id": "ORD-1001"' });
+    const broken = await harness.call({
+      caller: refunder,
+      tool: 'get_order',
+      arguments: '{"order_id": "ORD-1001"',
+    });
     expect(broken).toMatchObject({ ok: false, code: 'INVALID_JSON', effect: 'none' });
     const array = await harness.call({ caller: refunder, tool: 'refund_order', arguments: '[1, 2]' });
     expect(array).toMatchObject({ ok: false, code: 'INVALID_JSON', effect: 'none' });
@@ -72,15 +89,32 @@ describe('validation never lets a bad proposal reach the backend', () => {
 
   it('answers an unknown tool with UNKNOWN_TOOL and the tools the caller may use', async () => {
     const result = await harness.call({ caller: 'readonly-bot', tool: 'delete_order', arguments: '{}' });
-    expect(result).toMatchObject({ ok: false, code: 'UNKNOWN_TOOL', effect: 'none', data: { available: ['get_order'] } });
-    const longName = await harness.call({ caller: refunder, tool: 'get_order'.padEnd(500, 'x'), arguments: '{}' });
+    expect(result).toMatchObject({
+      ok: false,
+      code: 'UNKNOWN_TOOL',
+      effect: 'none',
+      data: { available: ['get_order'] },
+    });
+    const longName = await harness.call({
+      caller: refunder,
+      tool: 'get_order'.padEnd(500, 'x'),
+      arguments: '{}',
+    });
     expect(longName.code).toBe('UNKNOWN_TOOL');
   });
 
   it('answers a tool outside the caller’s allowlist with TOOL_NOT_ALLOWED and applies nothing', async () => {
-    const result = await harness.call({ caller: 'readonly-bot', tool: 'refund_order', arguments: harness.refundArguments() });
+    const result = await harness.call({
+      caller: 'readonly-bot',
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
     expect(result).toMatchObject({ ok: false, code: 'TOOL_NOT_ALLOWED', effect: 'none' });
-    const stranger = await harness.call({ caller: 'nobody', tool: 'get_order', arguments: '{"order_id":"ORD-1001"}' });
+    const stranger = await harness.call({
+      caller: 'nobody',
+      tool: 'get_order',
+      arguments: '{"order_id":"ORD-1001"}',
+    });
     expect(stranger.code).toBe('TOOL_NOT_ALLOWED');
     expect(await appliedRefunds()).toBe(0);
   });
@@ -101,7 +135,11 @@ describe('policy', () => {
   });
 
   it('refuses a refund that needs approval with PERMISSION_DENIED while approval is not available', async () => {
-    const result = await harness.call({ caller: 'support-bot', tool: 'refund_order', arguments: harness.refundArguments() });
+    const result = await harness.call({
+      caller: 'support-bot',
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
     expect(result).toMatchObject({ ok: false, code: 'PERMISSION_DENIED', effect: 'none' });
     expect(result.message).toContain('approval is not available');
     expect(await appliedRefunds()).toBe(0);
@@ -114,29 +152,50 @@ describe('business rules', () => {
     ['AMOUNT_EXCEEDS_REFUNDABLE', { amount_cents: 12_001 }, 'Only 12000 cents can still be refunded'],
     ['ORDER_NOT_FOUND', { order_id: 'ORD-9999' }, 'ORD-9999'],
   ])('rejects with %s and applies nothing', async (code, overrides, expected) => {
-    const result = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments(overrides) });
+    const result = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(overrides),
+    });
     expect(result).toMatchObject({ ok: false, code, effect: 'none' });
     expect(result.message).toContain(expected);
     expect(await appliedRefunds()).toBe(0);
   });
 
   it('answers a read of a missing order with ORDER_NOT_FOUND', async () => {
-    const result = await harness.call({ caller: 'readonly-bot', tool: 'get_order', arguments: '{"order_id":"ORD-9999"}' });
+    const result = await harness.call({
+      caller: 'readonly-bot',
+      tool: 'get_order',
+      arguments: '{"order_id":"ORD-9999"}',
+    });
     expect(result).toMatchObject({ ok: false, code: 'ORDER_NOT_FOUND', effect: 'none' });
   });
 });
 
 describe('execution and replay', () => {
   it('runs a valid refund once', async () => {
-    const result = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
-    expect(result).toMatchObject({ ok: true, code: 'OK', effect: 'applied', data: { remaining_refundable_cents: 9410 } });
+    const result = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
+    expect(result).toMatchObject({
+      ok: true,
+      code: 'OK',
+      effect: 'applied',
+      data: { remaining_refundable_cents: 9410 },
+    });
     expect(result.replayed).toBeUndefined();
     expect(await appliedRefunds('ORD-1001')).toBe(1);
     expect((await harness.orders.api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(2590);
   });
 
   it('replays the same refund proposed twice in a row instead of applying it again', async () => {
-    const first = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+    const first = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
     const second = await harness.call({
       caller: refunder,
       tool: 'refund_order',
@@ -160,7 +219,8 @@ describe('execution and replay', () => {
   });
 
   it('runs the same read again after a refund, and the second read sees it', async () => {
-    const read = () => harness.call({ caller: refunder, tool: 'get_order', arguments: '{"order_id":"ORD-1001"}' });
+    const read = () =>
+      harness.call({ caller: refunder, tool: 'get_order', arguments: '{"order_id":"ORD-1001"}' });
     const before = await read();
     await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
     const after = await read();
@@ -173,7 +233,11 @@ describe('execution and replay', () => {
 
   it('runs a rejected refund again when it is proposed after the order changed', async () => {
     const big = harness.refundArguments({ amount_cents: 11_000 });
-    await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments({ amount_cents: 5000 }) });
+    await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments({ amount_cents: 5000 }),
+    });
     const rejected = await harness.call({ caller: refunder, tool: 'refund_order', arguments: big });
     expect(rejected.code).toBe('AMOUNT_EXCEEDS_REFUNDABLE');
     await harness.orders.api.reset(); // the order changes: its refunds are gone
@@ -185,7 +249,11 @@ describe('execution and replay', () => {
   });
 
   it('treats a refund with a reworded reason as the same refund', async () => {
-    const first = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+    const first = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
     const reworded = await harness.call({
       caller: refunder,
       tool: 'refund_order',
@@ -197,9 +265,19 @@ describe('execution and replay', () => {
 
   it('refuses an intent id reused with other arguments with IDEMPOTENCY_CONFLICT', async () => {
     const intentId = `confirmation-${Date.now()}`;
-    const first = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments(), intentId });
+    const first = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+      intentId,
+    });
     expect(first.ok).toBe(true);
-    const same = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments(), intentId });
+    const same = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+      intentId,
+    });
     expect(same).toMatchObject({ ok: true, replayed: true, callId: first.callId });
     const other = await harness.call({
       caller: refunder,
@@ -207,7 +285,12 @@ describe('execution and replay', () => {
       arguments: harness.refundArguments({ amount_cents: 3000 }),
       intentId,
     });
-    expect(other).toMatchObject({ ok: false, code: 'IDEMPOTENCY_CONFLICT', effect: 'none', callId: first.callId });
+    expect(other).toMatchObject({
+      ok: false,
+      code: 'IDEMPOTENCY_CONFLICT',
+      effect: 'none',
+      callId: first.callId,
+    });
     expect(await appliedRefunds()).toBe(1);
   });
 });
@@ -223,7 +306,12 @@ describe('faults at the backend', () => {
   let session = '';
   const currentSession = () => session;
   const callRefund = () =>
-    harness.client.call({ session, caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+    harness.client.call({
+      session,
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
 
   beforeEach(() => {
     session = harness.newSession();
@@ -245,16 +333,29 @@ describe('faults at the backend', () => {
   });
 
   it('reports applied, with the stored refund, when an attempt committed and later ones got 503s', async () => {
-    await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), loseResponseAfterCommit: 1, unavailable: 100 });
+    await harness.orders.api.setFaults({
+      idempotencyKey: refundCallId(),
+      loseResponseAfterCommit: 1,
+      unavailable: 100,
+    });
     const result = await callRefund();
     const stored = await harness.orders.api.findRefundByKey({ idempotencyKey: result.callId });
-    expect(result).toMatchObject({ ok: true, code: 'OK', effect: 'applied', data: { refund_id: stored?.refundId } });
+    expect(result).toMatchObject({
+      ok: true,
+      code: 'OK',
+      effect: 'applied',
+      data: { refund_id: stored?.refundId },
+    });
     expect(result.message).toContain('confirmed it after its response was lost');
     expect(await appliedRefunds()).toBe(1);
   });
 
   it('says the effect is unknown when the backend cannot be asked whether the key was applied', async () => {
-    await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), unavailable: 100, lookupUnavailable: 100 });
+    await harness.orders.api.setFaults({
+      idempotencyKey: refundCallId(),
+      unavailable: 100,
+      lookupUnavailable: 100,
+    });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: false, code: 'UPSTREAM_UNAVAILABLE', effect: 'unknown' });
     expect(await appliedRefunds()).toBe(0);
@@ -285,17 +386,29 @@ describe('the pipeline’s own guarantees', () => {
 
 describe('results, audit and the Temporal UI', () => {
   it('returns the recorded result by call id, and CALL_NOT_FOUND for an unknown id', async () => {
-    const done = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+    const done = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
     expect(await harness.client.result(done.callId, { wait: true })).toEqual(done);
     expect(await harness.client.result(done.callId, { wait: false })).toEqual(done);
-    const rejected = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments({ currency: 'USD' }) });
+    const rejected = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments({ currency: 'USD' }),
+    });
     expect(await harness.client.result(rejected.callId, { wait: true })).toEqual(rejected);
     const missing = await harness.client.result('tc-does-not-exist', { wait: true });
     expect(missing).toMatchObject({ ok: false, code: 'CALL_NOT_FOUND' });
   });
 
   it('appends one audit record per run with the proposal, validated arguments, risk, policy version and timings', async () => {
-    const result = await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() });
+    const result = await harness.call({
+      caller: refunder,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
     await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() }); // replay: no new run
     const records = harness.audit.recordsOf(result.callId);
     expect(records).toHaveLength(1);

@@ -52,7 +52,8 @@ function readConfiguration(): {
   }
   const portText = values.port ?? process.env.ORDERS_PORT ?? '4100';
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) fail(`--port must be a whole number from 0 to 65535, got "${portText}"`);
+  if (!/^\d+$/.test(portText) || port > 65535)
+    fail(`--port must be a whole number from 0 to 65535, got "${portText}"`);
   const databasePath = values.db ?? process.env.ORDERS_DB ?? '.toolgate/orders.sqlite';
   if (databasePath === '') fail('--db must not be empty');
   return { port, databasePath, allowReset: values['allow-reset'] ?? false };
@@ -83,6 +84,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`orders-service: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `orders-service: failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -174,7 +174,11 @@ const FAULT_COLUMNS: Record<FaultName, keyof FaultRow> = {
  * is the same refund whatever reason the model wrote (DESIGN: idempotencyFields), so a retry that
  * rewords the reason replays the stored refund instead of failing with a conflict.
  */
-export function refundRequestDigest(input: { orderId: string; amountCents: number; currency: string }): string {
+export function refundRequestDigest(input: {
+  orderId: string;
+  amountCents: number;
+  currency: string;
+}): string {
   // Keys written in sorted order, so this string is the canonical JSON of the object.
   const canonical = JSON.stringify({
     amount_cents: input.amountCents,
@@ -231,7 +235,9 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
     ),
     refundByKey: database.prepare<[string], RefundRow>('SELECT * FROM refunds WHERE idempotency_key = ?'),
     allRefunds: database.prepare<[], RefundRow>('SELECT * FROM refunds ORDER BY rowid'),
-    refundsOfOrder: database.prepare<[string], RefundRow>('SELECT * FROM refunds WHERE order_id = ? ORDER BY rowid'),
+    refundsOfOrder: database.prepare<[string], RefundRow>(
+      'SELECT * FROM refunds WHERE order_id = ? ORDER BY rowid',
+    ),
     getFaults: database.prepare<[string], FaultRow>(
       'SELECT lose_response_after_commit, unavailable, lookup_unavailable FROM fault_switches WHERE idempotency_key = ?',
     ),
@@ -360,7 +366,9 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
       return row ? toRefund(row) : null;
     },
     listRefunds: ({ orderId }) =>
-      (orderId === undefined ? statements.allRefunds.all() : statements.refundsOfOrder.all(orderId)).map(toRefund),
+      (orderId === undefined ? statements.allRefunds.all() : statements.refundsOfOrder.all(orderId)).map(
+        toRefund,
+      ),
     setFaultSwitches: (input) => setFaultsTransaction.immediate(input),
     faultSwitchesOf: ({ idempotencyKey }) => {
       const row = statements.getFaults.get(idempotencyKey);
@@ -370,7 +378,8 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
         lookupUnavailable: row?.lookup_unavailable ?? 0,
       };
     },
-    consumeFault: ({ idempotencyKey, fault }) => statements.consumeFault[fault].run(idempotencyKey).changes > 0,
+    consumeFault: ({ idempotencyKey, fault }) =>
+      statements.consumeFault[fault].run(idempotencyKey).changes > 0,
     reset: () => resetTransaction.immediate(),
     close: () => database.close(),
   };

@@ -108,7 +108,9 @@ export async function startOrdersProcess({
       void exited.then(({ exitCode, signal }) => {
         clearTimeout(timer);
         reject(
-          new Error(`orders service exited before listening (code ${exitCode}, signal ${signal}); stderr:\n${stderr}`),
+          new Error(
+            `orders service exited before listening (code ${exitCode}, signal ${signal}); stderr:\n${stderr}`,
+          ),
         );
       });
     });

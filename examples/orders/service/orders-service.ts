@@ -39,7 +39,9 @@ const MAX_BODY_BYTES = 64 * 1024;
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 const refundBodySchema = z.strictObject({
-  amount_cents: z.int({ error: 'must be a whole number of cents' }).positive({ error: 'must be greater than 0' }),
+  amount_cents: z
+    .int({ error: 'must be a whole number of cents' })
+    .positive({ error: 'must be greater than 0' }),
   currency: z.enum(ORDER_CURRENCIES, {
     error: `must be one of ${ORDER_CURRENCIES.join(', ')}`,
   }),
@@ -48,7 +50,10 @@ const refundBodySchema = z.strictObject({
   }),
 });
 
-const faultCountSchema = z.int({ error: 'must be a whole number' }).min(0, { error: 'must be 0 or more' }).optional();
+const faultCountSchema = z
+  .int({ error: 'must be a whole number' })
+  .min(0, { error: 'must be 0 or more' })
+  .optional();
 
 const faultBodySchema = z.strictObject({
   idempotency_key: z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH),
@@ -68,7 +73,12 @@ class HttpError extends Error {
   }
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   response.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -228,7 +238,11 @@ export function createOrdersServer({
   allowReset?: boolean;
   verifyCredential?: VerifyCredential;
 }): Server {
-  async function handleRefund(request: IncomingMessage, response: ServerResponse, orderId: string): Promise<void> {
+  async function handleRefund(
+    request: IncomingMessage,
+    response: ServerResponse,
+    orderId: string,
+  ): Promise<void> {
     const idempotencyKey = idempotencyKeyOf(request);
     // A simulated outage answers before the body is even read: nothing is touched. When a lost
     // response is armed too, the commit-and-lose comes first, then the outage ("it committed, then
@@ -295,7 +309,11 @@ export function createOrdersServer({
     method: 'GET' | 'POST';
     /** Path segments; one starting with ":" captures that segment (percent-decoded) under its name. */
     pattern: string[];
-    handler: (request: IncomingMessage, response: ServerResponse, context: RouteContext) => Promise<void> | void;
+    handler: (
+      request: IncomingMessage,
+      response: ServerResponse,
+      context: RouteContext,
+    ) => Promise<void> | void;
   };
   type RouteContext = {
     parameters: Record<string, string>;
@@ -326,7 +344,8 @@ export function createOrdersServer({
     {
       method: 'POST',
       pattern: ['orders', ':orderId', 'refunds'],
-      handler: (request, response, { parameters }) => handleRefund(request, response, parameters.orderId ?? ''),
+      handler: (request, response, { parameters }) =>
+        handleRefund(request, response, parameters.orderId ?? ''),
     },
     {
       method: 'GET',
@@ -398,7 +417,11 @@ export function createOrdersServer({
 
   // Requests that a tool's check, executor or lookup makes; tests read it to prove a call reached no backend.
   let businessRequests = 0;
-  const businessRoutes = new Set(['GET orders/:orderId', 'POST orders/:orderId/refunds', 'GET refunds/by-key/:idempotencyKey']);
+  const businessRoutes = new Set([
+    'GET orders/:orderId',
+    'POST orders/:orderId/refunds',
+    'GET refunds/by-key/:idempotencyKey',
+  ]);
   routes.push({
     method: 'GET',
     pattern: ['stats'],

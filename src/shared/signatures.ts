@@ -1,0 +1,51 @@
+import { ed25519 } from '@noble/curves/ed25519';
+import { hexToBytes, utf8ToBytes } from '@noble/hashes/utils';
+import { canonicalJson } from './canonical-json';
+
+/** What a signature covers; the kind is part of the signed bytes, so one kind can never pass for another. */
+export type SignedKind = 'proposal' | 'decision' | 'credential';
+
+/** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
+export function signedText(input: { kind: SignedKind; value: unknown }): string {
+  return `toolgate/v1/${input.kind}\n${canonicalJson(input.value)}`;
+}
+
+/**
+ * Verifies an Ed25519 signature (base64url) by a raw public key (hex). Pure JS, so it runs in the
+ * workflow sandbox; never throws: a malformed key or signature is simply not valid.
+ */
+export function verifySignature(input: {
+  kind: SignedKind;
+  value: unknown;
+  signature: string;
+  publicKeyHex: string;
+}): boolean {
+  try {
+    const signature = base64UrlToBytes(input.signature);
+    const publicKey = hexToBytes(input.publicKeyHex);
+    if (signature.length !== 64 || publicKey.length !== 32) return false;
+    return ed25519.verify(signature, utf8ToBytes(signedText(input)), publicKey);
+  } catch {
+    return false;
+  }
+}
+
+const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** Decodes base64url (no padding) without Node's Buffer, which the sandbox lacks. */
+export function base64UrlToBytes(text: string): Uint8Array {
+  const clean = text.replace(/=+$/, '');
+  if (!/^[A-Za-z0-9_-]*$/.test(clean)) throw new Error('not base64url');
+  const bytes: number[] = [];
+  let buffer = 0;
+  let bits = 0;
+  for (const character of clean) {
+    buffer = (buffer << 6) | alphabet.indexOf(character);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes.push((buffer >> bits) & 0xff);
+    }
+  }
+  return Uint8Array.from(bytes);
+}
