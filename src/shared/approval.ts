@@ -1,0 +1,48 @@
+import { canonicalJson, sha256Hex } from './canonical-json';
+
+/** What an approver signs: one decision for one round of one run of one call. */
+export interface DecisionEnvelope {
+  callId: string;
+  runId: string;
+  nonce: string;
+  argsDigest: string;
+  previewDigest: string;
+  decision: 'approve' | 'deny';
+  approver: string;
+  reason: string;
+  /** ISO time the approver signed it (informational; the round's expiry is what bounds it). */
+  issuedAt: string;
+}
+
+/** A decision with its Ed25519 signature (base64url) by the approver's own key, over kind `decision`. */
+export interface SignedDecision {
+  envelope: DecisionEnvelope;
+  signature: string;
+}
+
+/**
+ * The nonce of an approval round, derived (never drawn) from the run, the round number and the
+ * preview's digest, so a replayed workflow computes the same one after a code change.
+ */
+export function approvalNonce(input: { runId: string; round: number; previewDigest: string }): string {
+  return sha256Hex(canonicalJson(['toolgate/v1/approval-round', input.runId, input.round, input.previewDigest]));
+}
+
+/** What a credential says: the one operation on one resource that one call may perform, briefly. */
+export interface CredentialClaims {
+  /** The operation: the tool's name, e.g. `refund_order`. */
+  op: string;
+  /** What it may touch, e.g. `order:ORD-1001`. */
+  resource: string;
+  /** The call id, which the backend must see as the idempotency key. */
+  callId: string;
+  /** SHA-256 of the canonical validated arguments. */
+  argsDigest: string;
+  /** Unique per credential; a backend accepts each once. */
+  jti: string;
+  /** Expiry, in seconds since the epoch; at most 60 s after minting. */
+  exp: number;
+}
+
+/** The longest a credential lives, in seconds. */
+export const maxCredentialSeconds = 60;
