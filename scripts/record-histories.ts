@@ -78,6 +78,37 @@ async function main(): Promise<void> {
       await record('refund-lost-response-then-unavailable', lost.callId);
       const unknownTool = await harness.call({ caller: refunder, tool: 'delete_everything', arguments: '{' });
       await record('unknown-tool', unknownTool.callId);
+      const decide = (callId: string, approver: string, decision: 'approve' | 'deny') =>
+        harness.admin.decide({
+          callId,
+          approver,
+          privateKey: harness.approverKey(approver),
+          decision,
+          reason: 'recorded',
+        });
+      const approved = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ order_id: 'ORD-1002', amount_cents: 500, currency: 'USD' }),
+      });
+      await decide(approved.callId, 'alice', 'approve');
+      await harness.client.result(approved.callId, { wait: true });
+      await record('refund-approved', approved.callId);
+      const denied = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ order_id: 'ORD-1002', amount_cents: 700, currency: 'USD' }),
+      });
+      await decide(denied.callId, 'bob', 'deny');
+      await harness.client.result(denied.callId, { wait: true });
+      await record('refund-denied', denied.callId);
+      const expired = await harness.call({
+        caller: 'hasty-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments(),
+      });
+      await harness.client.result(expired.callId, { wait: true });
+      await record('refund-approval-expired', expired.callId);
     } finally {
       await harness.stop();
     }

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
+import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
 import { canonicalJson } from './shared/canonical-json';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
@@ -37,6 +39,8 @@ export interface ToolGateClientOptions {
   taskQueue?: string;
   /** Used only to pick each caller's definitions; the workers enforce their own copy. */
   policy?: LoadedPolicy;
+  /** The private key of each caller this harness acts for; proposals are signed with it. */
+  callerKey: (caller: string) => KeyObject | undefined;
 }
 
 const memoArgumentsDigest = 'argumentsDigest';
@@ -51,12 +55,14 @@ export class ToolGateClient {
   private readonly registry: ToolRegistry;
   private readonly taskQueue: string;
   private readonly policy: LoadedPolicy | undefined;
+  private readonly callerKey: (caller: string) => KeyObject | undefined;
 
   constructor(options: ToolGateClientOptions) {
     this.client = options.client;
     this.registry = createToolRegistry({ tools: options.tools });
     this.taskQueue = options.taskQueue ?? defaultTaskQueue;
     this.policy = options.policy;
+    this.callerKey = options.callerKey;
   }
 
   /** The call id a proposal maps to, computed without starting anything. */
@@ -74,7 +80,12 @@ export class ToolGateClient {
     const contract = this.contractOf(proposal);
     const callId = deriveCallId({ proposal, idempotencyFields: contract?.idempotencyFields });
     const proposalId = randomUUID();
-    const request = { proposalId, proposal };
+    const key = this.callerKey(proposal.caller);
+    // Unsigned when this harness holds no key for the caller: the workflow then answers UNAUTHENTICATED_CALLER.
+    const signature = key
+      ? signValue({ kind: 'proposal', value: { callId, proposal }, privateKey: key })
+      : undefined;
+    const request = { proposalId, proposal, ...(signature ? { signature } : {}) };
     const startWorkflowOperation = new WithStartWorkflowOperation(toolCallWorkflowType, {
       workflowId: callId,
       taskQueue: this.taskQueue,

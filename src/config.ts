@@ -18,6 +18,8 @@ export interface ToolGateConfig {
   implementations: () => readonly ImplementedTool[] | Promise<readonly ImplementedTool[]>;
   /** The SQLite audit store, relative to the config file (default `.toolgate/audit.sqlite`). */
   auditPath?: string;
+  /** Where key files are, relative to the config file (default `.toolgate/keys`); the policy's key paths are relative to it. */
+  keysDirectory?: string;
   temporal?: { address?: string; namespace?: string; taskQueue?: string };
 }
 
@@ -30,6 +32,7 @@ export function defineConfig(config: ToolGateConfig): ToolGateConfig {
 export interface LoadedConfig extends ToolGateConfig {
   source: string;
   auditPath: string;
+  keysDirectory: string;
 }
 
 /**
@@ -67,5 +70,6 @@ export function loadConfig(input: { path: string }): LoadedConfig {
     workflowsPath: absolute(config.workflowsPath),
     policyPath: absolute(config.policyPath),
     auditPath: absolute(config.auditPath ?? '.toolgate/audit.sqlite'),
+    keysDirectory: absolute(config.keysDirectory ?? '.toolgate/keys'),
   };
 }

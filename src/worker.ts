@@ -1,8 +1,10 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import type { ToolGateSinks } from './shared/temporal';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import type { AuditStore } from './audit/audit-store';
+import type { CredentialMinter } from './keys/credential-minter';
 import type { LoadedPolicy } from './policy/load-policy';
 import { defaultTaskQueue } from './shared/temporal';
 import type { ImplementedTool } from './tools/define-tool-implementation';
@@ -21,6 +23,8 @@ export interface ToolGateWorkerOptions {
   /** The policy, or a function that returns the current one (for reloads). */
   policy: LoadedPolicy | (() => LoadedPolicy);
   audit: AuditStore;
+  /** Mints per-attempt credentials for writes (see `createCredentialMinter`). */
+  minter?: CredentialMinter;
   /** Extra worker options (tuning); toolgate's own fields win. */
   tuning?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
@@ -42,7 +46,9 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     tools: options.tools,
     policy: typeof policy === 'function' ? policy : () => policy,
     audit: options.audit,
+    ...(options.minter ? { minter: options.minter } : {}),
   });
+  const audit = options.audit;
   if (!options.workflowsPath && !options.workflowBundle) {
     throw new Error('createToolGateWorker needs workflowsPath (your workflows module) or workflowBundle');
   }
@@ -55,5 +61,16 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       ? { workflowBundle: options.workflowBundle }
       : { workflowsPath: options.workflowsPath }),
     activities,
+    sinks: <InjectedSinks<ToolGateSinks>>{
+      audit: {
+        // Decision attempts refused by a validator leave no trace in history; this is their record.
+        decisionAttempt: {
+          fn: (_info, attempt) => {
+            audit.appendDecisionAttempt({ ...attempt, source: 'workflow' });
+          },
+          callDuringReplay: false,
+        },
+      },
+    },
   });
 }

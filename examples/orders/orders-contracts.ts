@@ -64,6 +64,8 @@ export const refundOrderContract = defineToolContract({
   // The same refund whatever reason the model wrote: the reason does not identify the effect.
   idempotencyFields: ['order_id', 'amount_cents', 'currency'],
   summarize: (args) => `refund ${args.amount_cents} ${args.currency} on ${args.order_id}`,
+  // A refund's credential covers this one order only.
+  resource: (args) => `order:${args.order_id}`,
 });
 
 /** The orders domain's contracts, in the order the model sees them. */

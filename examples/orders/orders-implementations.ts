@@ -69,7 +69,22 @@ export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiCli
         });
       }
     },
-    execute: async ({ args, idempotencyKey }) => {
+    // The approver reads the exact effect on the order as it is now; if the order changes while the
+    // call waits, this preview changes and the approval starts a new round.
+    preview: async ({ args }) => {
+      const order = await calling(() => api.getOrder({ orderId: args.order_id }));
+      return {
+        action: `refund ${args.amount_cents} ${args.currency} cents on ${order.orderId} (customer ${order.customerId})`,
+        order_id: order.orderId,
+        customer_id: order.customerId,
+        amount_cents: args.amount_cents,
+        currency: args.currency,
+        reason: args.reason,
+        refunded_before_cents: order.refundedCents,
+        refundable_after_cents: order.refundableCents - args.amount_cents,
+      };
+    },
+    execute: async ({ args, idempotencyKey, credential }) => {
       const outcome = await calling(() =>
         api.refund({
           orderId: args.order_id,
@@ -77,6 +92,7 @@ export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiCli
           currency: args.currency,
           reason: args.reason,
           idempotencyKey,
+          ...(credential !== undefined ? { credential } : {}),
         }),
       );
       return refundOutput(outcome.refund);

@@ -6,6 +6,9 @@ import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../../src/config';
 import { prepareNamespace, startDevServer } from '../../src/dev/dev-server';
 import { openSqliteAuditStore } from '../../src/audit/audit-store';
+import { readFileSync } from 'node:fs';
+import { createCredentialMinter } from '../../src/keys/credential-minter';
+import { generateKeyPairFiles, readPrivateKey } from '../../src/keys/key-files';
 import { loadPolicyFile } from '../../src/policy/load-policy';
 import { defaultTaskQueue } from '../../src/shared/temporal';
 import { createToolRegistry } from '../../src/tools/tool-registry';
@@ -38,19 +41,36 @@ async function main(): Promise<void> {
     await prepareNamespace({ connection, namespace: server.namespace });
     await connection.close();
 
+    const config = loadConfig({ path: resolve(projectRoot, 'toolgate.config.ts') });
+    // TOOLGATE_POLICY swaps the policy file, e.g. for examples/orders/policy.unattended.json.
+    const policyPath = process.env.TOOLGATE_POLICY ? resolve(process.env.TOOLGATE_POLICY) : config.policyPath;
+    // Development keys: created on first run for every caller and approver the policy names, and the minter.
+    const named = JSON.parse(readFileSync(policyPath, 'utf8')) as {
+      callers?: Record<string, unknown>;
+      approvers?: Record<string, unknown>;
+    };
+    const owners = [
+      ...Object.keys(named.callers ?? {}).map((name) => ({ kind: 'caller' as const, name })),
+      ...Object.keys(named.approvers ?? {}).map((name) => ({ kind: 'approver' as const, name })),
+      { kind: 'minter' as const },
+    ];
+    for (const owner of owners) {
+      const written = generateKeyPairFiles({ directory: config.keysDirectory, owner });
+      if (written.created) log(`generated a development key: ${relative(projectRoot, written.privateKey)}`);
+    }
+    const minterKeys = generateKeyPairFiles({ directory: config.keysDirectory, owner: { kind: 'minter' } });
+
     const orders = await startOrdersProcess({
       allowReset: false,
       port: ordersPort,
       databasePath: resolve(projectRoot, '.toolgate/orders.sqlite'),
+      minterPublicKeyPath: minterKeys.publicKey,
     });
     stops.push(() => orders.stop());
     process.env.ORDERS_URL = orders.url;
 
-    const config = loadConfig({ path: resolve(projectRoot, 'toolgate.config.ts') });
     const registry = createToolRegistry({ tools: config.tools });
-    // TOOLGATE_POLICY swaps the policy file, e.g. for examples/orders/policy.unattended.json.
-    const policyPath = process.env.TOOLGATE_POLICY ? resolve(process.env.TOOLGATE_POLICY) : config.policyPath;
-    const policy = loadPolicyFile({ path: policyPath, registry });
+    const policy = loadPolicyFile({ path: policyPath, registry, keysDirectory: config.keysDirectory });
     const audit = openSqliteAuditStore({ path: config.auditPath });
     stops.push(async () => audit.close());
     const nativeConnection = await NativeConnection.connect({ address: server.address });
@@ -63,6 +83,10 @@ async function main(): Promise<void> {
       tools: await config.implementations(),
       policy,
       audit,
+      minter: createCredentialMinter({
+        privateKey: readPrivateKey(minterKeys.privateKey),
+        policy: () => policy,
+      }),
     });
     const address = server.address === '127.0.0.1:7233' ? '' : ` --address ${server.address}`;
     process.stdout.write(

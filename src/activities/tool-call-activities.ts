@@ -1,11 +1,10 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
-import type { LoadedPolicy } from '../policy/load-policy';
-import type { CallerPolicy } from '../policy/policy-schema';
+import type { CredentialMinter, ExecutionApproval } from '../keys/credential-minter';
+import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import type { ImplementedTool, ToolImplementation } from '../tools/define-tool-implementation';
 import { toolErrorKind } from '../tools/tool-errors';
-import type { RiskLevel } from '../tools/risk-levels';
 
 /** What every activity of a call receives: the tool, the call id and the validated arguments. */
 export interface ToolCallActivityInput {
@@ -18,11 +17,13 @@ export interface ToolCallActivityInput {
 export type CheckOutcome =
   { ok: true } | { ok: false; code: string; message: string; data?: Record<string, unknown> };
 
-/** The policy slice one call needs, and the version it came from (recorded in history). */
-export interface CallerPolicySnapshot {
-  version: string;
-  callerPolicy: CallerPolicy | null;
-  approvalCeiling: RiskLevel | null;
+export type { ExecutionApproval };
+
+/** What the executor receives: the call, its caller and run, and the approval it carries to the minter. */
+export interface ExecutionInput extends ToolCallActivityInput {
+  caller: string;
+  runId: string;
+  approval?: ExecutionApproval;
 }
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
@@ -38,6 +39,8 @@ export interface ToolCallActivityDependencies {
   /** The current policy; workers may reload it, each call records the version it used. */
   policy: () => LoadedPolicy;
   audit: AuditStore;
+  /** Mints a credential for each write attempt; without one, writes carry no credential. */
+  minter?: CredentialMinter;
 }
 
 /**
@@ -93,12 +96,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
   return {
     /** Reads the caller's part of the current policy; run as a local activity so its answer is in history. */
     async loadCallerPolicy(input: { caller: string }): Promise<CallerPolicySnapshot> {
-      const policy = dependencies.policy();
-      return {
-        version: policy.version,
-        callerPolicy: policy.callerPolicy(input.caller),
-        approvalCeiling: null,
-      };
+      return dependencies.policy().snapshotFor(input.caller);
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */
@@ -127,15 +125,46 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       }
     },
 
-    /** Performs the call with the call id as idempotency key on every attempt. */
-    async executeToolCall(input: ToolCallActivityInput): Promise<{ output: unknown }> {
+    /** The exact effect for an approver to read: the tool's own dry run, else the validated arguments. */
+    async previewToolCall(input: ToolCallActivityInput): Promise<{ preview: Record<string, unknown> }> {
       const tool = toolNamed(input.tool);
+      if (!tool.implementation.preview) return { preview: { tool: input.tool, arguments: input.args } };
+      try {
+        return { preview: await tool.implementation.preview({ args: input.args, callId: input.callId }) };
+      } catch (error) {
+        throw failureFrom({ tool, error, stage: 'preview' });
+      }
+    },
+
+    /**
+     * Performs the call with the call id as idempotency key on every attempt; a write first gets a
+     * credential minted for this attempt, which the minter refuses unless its own checks pass.
+     */
+    async executeToolCall(input: ExecutionInput): Promise<{ output: unknown }> {
+      const tool = toolNamed(input.tool);
+      let credential: string | undefined;
+      if (tool.contract.effect === 'write' && dependencies.minter) {
+        try {
+          credential = dependencies.minter.mint({
+            contract: tool.contract,
+            caller: input.caller,
+            callId: input.callId,
+            runId: input.runId,
+            args: input.args,
+            ...(input.approval ? { approval: input.approval } : {}),
+          });
+        } catch (error) {
+          log.warn('credential refused', { callId: input.callId, reason: String(error) });
+          throw ApplicationFailure.nonRetryable((error as Error).message, 'PERMISSION_DENIED');
+        }
+      }
       try {
         const output = await tool.implementation.execute({
           args: input.args,
           callId: input.callId,
           idempotencyKey: input.callId,
           attempt: Context.current().info.attempt,
+          ...(credential !== undefined ? { credential } : {}),
         });
         return { output };
       } catch (error) {

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { DecisionAttempt, DecisionRecord } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
 /** The final record of one run of one call; it outlives Temporal's retention. */
@@ -16,6 +17,8 @@ export interface AuditRecord {
   validatedArguments?: Record<string, unknown>;
   riskLevel?: string;
   policyVersion?: string;
+  /** Accepted decisions, in order. */
+  decisions?: DecisionRecord[];
   code: string;
   ok: boolean;
   effect: ToolResult['effect'];
@@ -33,6 +36,10 @@ export interface AuditStore {
   recordsOf(callId: string): AuditRecord[];
   /** The newest records, newest first. */
   recent(input?: { limit?: number }): AuditRecord[];
+  /** Appends a decision attempt, accepted or refused; the same (update id, source) twice writes once. */
+  appendDecisionAttempt(attempt: DecisionAttempt): boolean;
+  /** Every decision attempt on a call, oldest first. */
+  decisionAttemptsOf(callId: string): (DecisionAttempt & { recordedAt: string })[];
   close(): void;
 }
 
@@ -60,6 +67,20 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       UNIQUE (call_id, run_id)
     );
     CREATE INDEX IF NOT EXISTS audit_records_by_session ON audit_records (session);
+    CREATE TABLE IF NOT EXISTS decision_attempts (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      update_id TEXT NOT NULL,
+      source TEXT NOT NULL,
+      call_id TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      attempt TEXT NOT NULL,
+      UNIQUE (update_id, source)
+    );
+    CREATE INDEX IF NOT EXISTS decision_attempts_by_call ON decision_attempts (call_id);
+    CREATE TRIGGER IF NOT EXISTS decision_attempts_no_update BEFORE UPDATE ON decision_attempts
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS decision_attempts_no_delete BEFORE DELETE ON decision_attempts
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_records_no_update BEFORE UPDATE ON audit_records
       BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_records_no_delete BEFORE DELETE ON audit_records
@@ -70,6 +91,12 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     VALUES (@callId, @runId, @tool, @caller, @session, @code, @effect, @recordedAt, @record)`);
   const byCall = database.prepare('SELECT record FROM audit_records WHERE call_id = ? ORDER BY sequence');
   const newest = database.prepare('SELECT record FROM audit_records ORDER BY sequence DESC LIMIT ?');
+  const insertAttempt = database.prepare(`
+    INSERT OR IGNORE INTO decision_attempts (update_id, source, call_id, recorded_at, attempt)
+    VALUES (@updateId, @source, @callId, @recordedAt, @attempt)`);
+  const attemptsByCall = database.prepare(
+    'SELECT attempt, recorded_at FROM decision_attempts WHERE call_id = ? ORDER BY sequence',
+  );
   const parse = (rows: unknown[]): AuditRecord[] =>
     rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
   return {
@@ -87,6 +114,19 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       }).changes === 1,
     recordsOf: (callId) => parse(byCall.all(callId)),
     recent: (options) => parse(newest.all(options?.limit ?? 50)),
+    appendDecisionAttempt: (attempt) =>
+      insertAttempt.run({
+        updateId: attempt.updateId,
+        source: attempt.source,
+        callId: attempt.callId,
+        recordedAt: new Date().toISOString(),
+        attempt: JSON.stringify(attempt),
+      }).changes === 1,
+    decisionAttemptsOf: (callId) =>
+      attemptsByCall.all(callId).map((row) => {
+        const { attempt, recorded_at: recordedAt } = row as { attempt: string; recorded_at: string };
+        return { ...(JSON.parse(attempt) as DecisionAttempt), recordedAt };
+      }),
     close: () => database.close(),
   };
 }

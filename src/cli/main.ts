@@ -8,6 +8,10 @@ import { ToolGateClient } from '../client';
 import { loadConfig } from '../config';
 import type { LoadedConfig } from '../config';
 import { openSqliteAuditStore } from '../audit/audit-store';
+import { ApprovalAdmin } from '../admin/approvals';
+import { createCredentialMinter } from '../keys/credential-minter';
+import type { KeyOwner } from '../keys/key-files';
+import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../keys/key-files';
 import { loadPolicyFile } from '../policy/load-policy';
 import { defaultTaskQueue } from '../shared/temporal';
 import { createToolRegistry } from '../tools/tool-registry';
@@ -21,6 +25,10 @@ Usage:
   toolgate status CALL_ID [--wait] [--json]
   toolgate definitions [--caller NAME]
   toolgate worker
+  toolgate keys generate (--caller NAME | --approver NAME | --minter) [--replace]
+  toolgate approvals list [--json]
+  toolgate approvals show CALL_ID [--json]
+  toolgate approvals approve|deny CALL_ID --as APPROVER [--reason TEXT] [--key FILE] [--json]
 
 Options for every command:
   --config FILE       your toolgate config (default: $TOOLGATE_CONFIG, else ./toolgate.config.ts)
@@ -43,6 +51,12 @@ const options = {
   session: { type: 'string' },
   intent: { type: 'string' },
   wait: { type: 'boolean', default: false },
+  approver: { type: 'string' },
+  minter: { type: 'boolean', default: false },
+  replace: { type: 'boolean', default: false },
+  as: { type: 'string' },
+  reason: { type: 'string' },
+  key: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies ParseArgsConfig['options'];
 
@@ -87,6 +101,10 @@ export async function main(argv: readonly string[], output: CliOutput = processO
         return definitionsCommand({ values, output });
       case 'worker':
         return await workerCommand({ values, output });
+      case 'keys':
+        return keysCommand({ values, action: rest[0], output });
+      case 'approvals':
+        return await approvalsCommand({ values, action: rest[0], callId: rest[1], output });
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -135,7 +153,7 @@ async function withClient<T>(values: Values, use: (client: ToolGateClient) => Pr
   const config = configOf(values);
   const settings = connectionSettings(values, config);
   const registry = createToolRegistry({ tools: config.tools });
-  const policy = loadPolicyFile({ path: config.policyPath, registry });
+  const policy = loadPolicyFile({ path: config.policyPath, registry, keysDirectory: config.keysDirectory });
   const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
   try {
     const client = new ToolGateClient({
@@ -143,6 +161,7 @@ async function withClient<T>(values: Values, use: (client: ToolGateClient) => Pr
       tools: config.tools,
       taskQueue: settings.taskQueue,
       policy,
+      callerKey: (caller) => privateKeyOf({ config, owner: { kind: 'caller', name: caller } }),
     });
     return await use(client);
   } finally {
@@ -188,7 +207,7 @@ async function statusCommand(input: {
 function definitionsCommand(input: { values: Values; output: CliOutput }): number {
   const config = configOf(input.values);
   const registry = createToolRegistry({ tools: config.tools });
-  const policy = loadPolicyFile({ path: config.policyPath, registry });
+  const policy = loadPolicyFile({ path: config.policyPath, registry, keysDirectory: config.keysDirectory });
   const only =
     input.values.caller !== undefined ? (policy.callerPolicy(input.values.caller)?.tools ?? []) : undefined;
   input.output.out(JSON.stringify(registry.definitions(only ? { only } : {}), null, 2));
@@ -199,7 +218,7 @@ async function workerCommand(input: { values: Values; output: CliOutput }): Prom
   const config = configOf(input.values);
   const settings = connectionSettings(input.values, config);
   const registry = createToolRegistry({ tools: config.tools });
-  const policy = loadPolicyFile({ path: config.policyPath, registry });
+  const policy = loadPolicyFile({ path: config.policyPath, registry, keysDirectory: config.keysDirectory });
   const audit = openSqliteAuditStore({ path: config.auditPath });
   const connection = await NativeConnection.connect({ address: settings.address });
   try {
@@ -211,6 +230,7 @@ async function workerCommand(input: { values: Values; output: CliOutput }): Prom
       tools: await config.implementations(),
       policy,
       audit,
+      ...minterOf({ config, policy }),
     });
     input.output.error(
       `toolgate worker on task queue "${settings.taskQueue}" at ${settings.address}, policy ${policy.version}`,
@@ -220,5 +240,129 @@ async function workerCommand(input: { values: Values; output: CliOutput }): Prom
   } finally {
     await connection.close();
     audit.close();
+  }
+}
+
+function privateKeyOf(input: { config: LoadedConfig; owner: KeyOwner }) {
+  try {
+    return readPrivateKey(keyPaths({ directory: input.config.keysDirectory, owner: input.owner }).privateKey);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The worker's credential minter, when the minter key exists; writes then carry credentials. */
+function minterOf(input: { config: LoadedConfig; policy: ReturnType<typeof loadPolicyFile> }) {
+  const privateKey = privateKeyOf({ config: input.config, owner: { kind: 'minter' } });
+  return privateKey ? { minter: createCredentialMinter({ privateKey, policy: () => input.policy }) } : {};
+}
+
+function keysCommand(input: { values: Values; action: string | undefined; output: CliOutput }): number {
+  const { values } = input;
+  if (input.action !== 'generate') throw new UsageError('keys takes one action: generate');
+  const owners: KeyOwner[] = [
+    ...(values.caller !== undefined ? [{ kind: 'caller' as const, name: values.caller }] : []),
+    ...(values.approver !== undefined ? [{ kind: 'approver' as const, name: values.approver }] : []),
+    ...(values.minter ? [{ kind: 'minter' as const }] : []),
+  ];
+  if (owners.length !== 1)
+    throw new UsageError('keys generate needs exactly one of --caller NAME, --approver NAME, --minter');
+  const config = configOf(values);
+  const written = generateKeyPairFiles({
+    directory: config.keysDirectory,
+    owner: owners[0]!,
+    replace: values.replace,
+  });
+  const summary = { ...written, directory: config.keysDirectory };
+  if (values.json) input.output.out(JSON.stringify(summary));
+  else if (written.created)
+    input.output.out(`wrote ${written.privateKey} (private, keep it) and ${written.publicKey}`);
+  else input.output.out(`${written.privateKey} exists; kept it (pass --replace to rotate)`);
+  return 0;
+}
+
+async function approvalsCommand(input: {
+  values: Values;
+  action: string | undefined;
+  callId: string | undefined;
+  output: CliOutput;
+}): Promise<number> {
+  const { values, output, callId } = input;
+  const config = configOf(values);
+  const settings = connectionSettings(values, config);
+  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  const audit =
+    input.action === 'approve' || input.action === 'deny'
+      ? openSqliteAuditStore({ path: config.auditPath })
+      : undefined;
+  try {
+    const admin = new ApprovalAdmin({
+      client: new Client({ connection, namespace: settings.namespace }),
+      ...(audit ? { audit } : {}),
+    });
+    switch (input.action) {
+      case 'list': {
+        const pending = await admin.pending();
+        if (values.json) output.out(JSON.stringify(pending));
+        else if (!pending.length) output.out('no calls are waiting for approval');
+        else {
+          for (const call of pending) {
+            const minutes = Math.round(call.timeLeftMs / 60_000);
+            output.out(
+              `${call.callId}  ${call.tool} for ${call.caller}  risk ${call.riskLevel}  ` +
+                `${call.approvals.length}/${call.quorum} approvals  ${minutes} min left\n  preview: ${JSON.stringify(call.preview)}`,
+            );
+          }
+        }
+        return 0;
+      }
+      case 'show': {
+        if (!callId) throw new UsageError('approvals show needs a call id');
+        const state = await admin.show(callId);
+        if (!state) {
+          output.error(`CALL_NOT_FOUND: no call ${callId} is visible to you`);
+          return 1;
+        }
+        output.out(JSON.stringify(state, null, values.json ? undefined : 2));
+        return 0;
+      }
+      case 'approve':
+      case 'deny': {
+        if (!callId) throw new UsageError(`approvals ${input.action} needs a call id`);
+        if (!values.as) throw new UsageError(`approvals ${input.action} needs --as APPROVER`);
+        const keyPath =
+          values.key ??
+          keyPaths({ directory: config.keysDirectory, owner: { kind: 'approver', name: values.as } })
+            .privateKey;
+        let privateKey;
+        try {
+          privateKey = readPrivateKey(keyPath);
+        } catch (error) {
+          output.error(
+            `cannot read the key of ${values.as} at ${keyPath} (${(error as Error).message}); pass --key FILE`,
+          );
+          return 2;
+        }
+        const outcome = await admin.decide({
+          callId,
+          approver: values.as,
+          privateKey,
+          decision: input.action,
+          reason: values.reason ?? (input.action === 'approve' ? 'approved' : 'denied'),
+        });
+        if (values.json) output.out(JSON.stringify(outcome));
+        else if (outcome.accepted) {
+          output.out(
+            `accepted: ${input.action} by ${values.as}; the call is ${outcome.state} (${outcome.approvals.length}/${outcome.quorum})`,
+          );
+        } else output.out(`refused: ${outcome.message}`);
+        return outcome.accepted ? 0 : 1;
+      }
+      default:
+        throw new UsageError('approvals takes list, show, approve or deny');
+    }
+  } finally {
+    audit?.close();
+    await connection.close();
   }
 }

@@ -30,7 +30,11 @@ export function verifyCredential(input: {
   nowSeconds?: number;
 }): { ok: true; claims: CredentialClaims } | { ok: false; code: CredentialRefusal; message: string } {
   if (!input.token) {
-    return { ok: false, code: 'CREDENTIAL_MISSING', message: 'A write needs a credential minted for this call.' };
+    return {
+      ok: false,
+      code: 'CREDENTIAL_MISSING',
+      message: 'A write needs a credential minted for this call.',
+    };
   }
   const [payload, signature, ...rest] = input.token.split('.');
   let claims: CredentialClaims | undefined;
@@ -51,7 +55,11 @@ export function verifyCredential(input: {
   }
   const now = input.nowSeconds ?? Math.floor(Date.now() / 1000);
   if (typeof claims.exp !== 'number' || claims.exp < now) {
-    return { ok: false, code: 'CREDENTIAL_EXPIRED', message: 'The credential has expired; a new attempt mints a new one.' };
+    return {
+      ok: false,
+      code: 'CREDENTIAL_EXPIRED',
+      message: 'The credential has expired; a new attempt mints a new one.',
+    };
   }
   for (const field of ['op', 'resource', 'callId', 'argsDigest'] as const) {
     if (claims[field] !== input.expected[field]) {

@@ -28,8 +28,6 @@ export function evaluatePolicy(input: {
   args: Record<string, unknown>;
   caller: string;
   callerPolicy: CallerPolicy;
-  /** The highest level an approver may approve for this caller; `null` while no approval is available. */
-  approvalCeiling: RiskLevel | null;
 }): PolicyVerdict {
   const { contract, args, caller, callerPolicy } = input;
   const riskLevel = contract.risk({ args });
@@ -56,11 +54,12 @@ export function evaluatePolicy(input: {
   }
   const needsApproval = riskRank(riskLevel) > riskRank(callerPolicy.autonomy);
   if (!needsApproval) return { allowed: true, riskLevel, needsApproval };
-  if (input.approvalCeiling === null || riskRank(riskLevel) > riskRank(input.approvalCeiling)) {
+  const ceiling = callerPolicy.approval?.ceiling ?? null;
+  if (ceiling === null || riskRank(riskLevel) > riskRank(ceiling)) {
     const reason =
-      input.approvalCeiling === null
-        ? 'human approval is not available in this deployment'
-        : `approvals for ${caller} go up to "${input.approvalCeiling}" only`;
+      ceiling === null
+        ? `no human approval is configured for ${caller}`
+        : `approvals for ${caller} go up to "${ceiling}" only`;
     return {
       allowed: false,
       code: 'PERMISSION_DENIED',

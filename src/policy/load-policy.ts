@@ -1,4 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { readPublicKeyHex } from '../keys/key-files';
+import type { RiskLevel } from '../tools/risk-levels';
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
 import { unwrap } from '../tools/define-tool';
@@ -11,17 +14,41 @@ export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';
 }
 
-/** A policy as workers hold it: the file's content, its version label and its digest. */
+/** An approver as the workflow checks decisions: the raw public key and the grants. */
+export interface ApproverView {
+  publicKeyHex: string;
+  maxLevel: RiskLevel;
+  operates: string[];
+}
+
+/** The slice of the policy one call needs, recorded in its history by a local activity. */
+export interface CallerPolicySnapshot {
+  version: string;
+  callerPolicy: CallerPolicy | null;
+  /** The caller's public key (raw hex); proposals must verify with it. */
+  callerKeyHex: string | null;
+  /** Every approver; the workflow decides who may approve this call. */
+  approvers: Record<string, ApproverView>;
+}
+
+/** A policy as workers hold it: the file's content, its version label, its digest and the keys it names. */
 export interface LoadedPolicy {
   readonly source: string;
   readonly version: string;
   readonly digest: string;
   readonly file: PolicyFile;
   callerPolicy(caller: string): CallerPolicy | null;
+  /** The snapshot a call of this caller records. */
+  snapshotFor(caller: string): CallerPolicySnapshot;
 }
 
 /** Reads and checks a policy file; a bad file throws a `ConfigurationError` that says what to fix. */
-export function loadPolicyFile(input: { path: string; registry: ToolRegistry }): LoadedPolicy {
+export function loadPolicyFile(input: {
+  path: string;
+  registry: ToolRegistry;
+  /** Where relative key files are (default: the policy file's folder). */
+  keysDirectory?: string;
+}): LoadedPolicy {
   let text: string;
   try {
     text = readFileSync(input.path, 'utf8');
@@ -36,11 +63,21 @@ export function loadPolicyFile(input: { path: string; registry: ToolRegistry }):
   } catch (error) {
     throw new ConfigurationError(`policy file ${input.path}: not valid JSON (${(error as Error).message})`);
   }
-  return checkPolicy({ source: input.path, value: json, registry: input.registry });
+  return checkPolicy({
+    source: input.path,
+    value: json,
+    registry: input.registry,
+    keysDirectory: input.keysDirectory ?? dirname(resolve(input.path)),
+  });
 }
 
 /** Checks a policy value against the schema and the registry; the source names it in errors. */
-export function checkPolicy(input: { source: string; value: unknown; registry: ToolRegistry }): LoadedPolicy {
+export function checkPolicy(input: {
+  source: string;
+  value: unknown;
+  registry: ToolRegistry;
+  keysDirectory?: string;
+}): LoadedPolicy {
   const parsed = policyFileSchema.safeParse(input.value);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
@@ -80,8 +117,46 @@ export function checkPolicy(input: { source: string; value: unknown; registry: T
       }
     }
   }
+  const keyOf = (field: string, reference: string, fix: string): string => {
+    const inline = /^ed25519:([0-9a-f]{64})$/i.exec(reference);
+    if (inline?.[1]) return inline[1].toLowerCase();
+    const path = isAbsolute(reference) ? reference : resolve(input.keysDirectory ?? '.', reference);
+    try {
+      return readPublicKeyHex(path);
+    } catch (error) {
+      problems.push(
+        `${field}: cannot read an Ed25519 public key from ${path} (${(error as Error).message}); ${fix}`,
+      );
+      return '';
+    }
+  };
+  const callerKeys: Record<string, string> = {};
+  for (const [caller, policy] of Object.entries(file.callers)) {
+    callerKeys[caller] = keyOf(
+      `callers.${caller}.publicKey`,
+      policy.publicKey,
+      `run "toolgate keys generate --caller ${caller}"`,
+    );
+  }
+  const approvers: Record<string, ApproverView> = {};
+  for (const [name, approver] of Object.entries(file.approvers)) {
+    approvers[name] = {
+      publicKeyHex: keyOf(
+        `approvers.${name}.publicKey`,
+        approver.publicKey,
+        `run "toolgate keys generate --approver ${name}"`,
+      ),
+      maxLevel: approver.maxLevel,
+      operates: approver.operates,
+    };
+    approver.operates.forEach((caller, index) => {
+      if (!file.callers[caller])
+        problems.push(`approvers.${name}.operates.${index}: unknown caller "${caller}"`);
+    });
+  }
   if (problems.length) throw new ConfigurationError(`policy file ${input.source}: ${problems.join('; ')}`);
-  const digest = sha256Hex(canonicalJson(file));
+  // The digest covers the keys too: rotating a key is a new policy version.
+  const digest = sha256Hex(canonicalJson({ file, callerKeys, approvers }));
   const version = `${file.version ?? 'unversioned'}@${digest.slice(0, 12)}`;
   return {
     source: input.source,
@@ -89,5 +164,11 @@ export function checkPolicy(input: { source: string; value: unknown; registry: T
     digest,
     file,
     callerPolicy: (caller) => file.callers[caller] ?? null,
+    snapshotFor: (caller) => ({
+      version,
+      callerPolicy: file.callers[caller] ?? null,
+      callerKeyHex: callerKeys[caller] ?? null,
+      approvers,
+    }),
   };
 }

@@ -8,9 +8,40 @@ const fieldLimitSchema = z
   })
   .refine((limit) => limit.max !== undefined || limit.min !== undefined, 'give "max", "min" or both');
 
+const riskLevel = z.enum(riskLevels);
+
+/** A duration: milliseconds, or a number with a unit (`500ms`, `30s`, `15m`, `4h`, `2d`). */
+const durationSchema = z.union([
+  z.int().positive(),
+  z.string().regex(/^\d+(ms|s|m|h|d)$/, 'a duration such as "30s", "15m" or "4h"'),
+]);
+
+/** Where a public key comes from: a PEM file (relative to the keys folder) or `ed25519:<64 hex>` inline. */
+const publicKeySchema = z
+  .string()
+  .min(1)
+  .describe('a public key file (PEM), relative to the keys folder, or "ed25519:<hex>"');
+
+/** How approvals work for one caller. */
+export const approvalPolicySchema = z.strictObject({
+  ceiling: riskLevel.describe(
+    'the highest level an approver may approve for this caller; above it PERMISSION_DENIED',
+  ),
+  windows: z
+    .partialRecord(riskLevel, durationSchema)
+    .optional()
+    .describe('how long an approval may wait, per level (default 4h)'),
+  quorum: z
+    .partialRecord(riskLevel, z.int().min(1).max(10))
+    .optional()
+    .describe('how many distinct approvers a level needs (default 1)'),
+});
+
 /** One caller's rules: what it may call, what it may do alone, and its per-tool limits. */
 export const callerPolicySchema = z.strictObject({
   description: z.string().optional(),
+  publicKey: publicKeySchema.describe("the caller key's public half: proposals must be signed with it"),
+  approval: approvalPolicySchema.optional().describe('absent: nothing above autonomy can run'),
   tools: z.array(z.string().min(1)).describe('the tools this caller may call'),
   autonomy: z.enum(riskLevels).describe('the highest risk level this caller may run without approval'),
   limits: z
@@ -19,15 +50,32 @@ export const callerPolicySchema = z.strictObject({
     .describe('per tool, per numeric argument: the bounds this caller must stay within'),
 });
 
+/** A person who may approve calls: up to a level, never for a caller they operate. */
+export const approverPolicySchema = z.strictObject({
+  publicKey: publicKeySchema.describe("the approver's own key: decisions must be signed with it"),
+  maxLevel: riskLevel.describe('the highest risk level this approver may approve'),
+  operates: z
+    .array(z.string())
+    .default([])
+    .describe('the callers this approver operates (and so may not approve)'),
+});
+
 /** The policy file: per caller, loaded by workers, never taken from workflow input or the model. */
 export const policyFileSchema = z.strictObject({
   version: z.string().min(1).optional().describe('a label for this policy; the digest is recorded too'),
   callers: z.record(z.string().min(1), callerPolicySchema),
+  approvers: z.record(z.string().min(1), approverPolicySchema).default({}),
 });
 
 /** One caller's policy as the workflow sees it. */
 export type CallerPolicy = z.output<typeof callerPolicySchema>;
 /** A parsed policy file. */
 export type PolicyFile = z.output<typeof policyFileSchema>;
+/** One caller's approval rules. */
+export type ApprovalPolicy = z.output<typeof approvalPolicySchema>;
+/** One approver. */
+export type ApproverPolicy = z.output<typeof approverPolicySchema>;
+/** A policy file as written, before defaults. */
+export type PolicyFileInput = z.input<typeof policyFileSchema>;
 /** One numeric bound on one argument. */
 export type FieldLimit = z.output<typeof fieldLimitSchema>;

@@ -25,7 +25,9 @@ export interface SignedDecision {
  * preview's digest, so a replayed workflow computes the same one after a code change.
  */
 export function approvalNonce(input: { runId: string; round: number; previewDigest: string }): string {
-  return sha256Hex(canonicalJson(['toolgate/v1/approval-round', input.runId, input.round, input.previewDigest]));
+  return sha256Hex(
+    canonicalJson(['toolgate/v1/approval-round', input.runId, input.round, input.previewDigest]),
+  );
 }
 
 /** What a credential says: the one operation on one resource that one call may perform, briefly. */

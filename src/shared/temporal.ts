@@ -1,5 +1,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { Sinks } from '@temporalio/workflow';
+import type { DecisionEnvelope, SignedDecision } from './approval';
 import type { Proposal } from './proposal';
 import type { ToolResult } from './tool-result';
 
@@ -12,6 +14,8 @@ export const toolCallWorkflowType = 'toolCall';
 export interface ProposeRequest {
   proposalId: string;
   proposal: Proposal;
+  /** The caller's Ed25519 signature (base64url) over `{ callId, proposal }`, kind `proposal`. */
+  signature?: string;
 }
 
 /** The workflow's answer to one proposal: the result, and whether this proposal started the run. */
@@ -23,14 +27,82 @@ export interface ProposeResponse {
 /** Delivers a proposal (update-with-start) and answers when the call has a result for the agent. */
 export const proposeUpdate = defineUpdate<ProposeResponse, [ProposeRequest]>('propose');
 
-/** What a call is doing now, for the client's `result(callId, { wait: false })` and the CLI. */
+/** One decision attempt the workflow saw: accepted, or refused with its code. */
+export interface DecisionRecord {
+  approver: string;
+  decision: DecisionEnvelope['decision'];
+  reason: string;
+  round: number;
+  /** `accepted`, or the refusal's decision code. */
+  outcome: string;
+  at: string;
+}
+
+/** An approval round as approvers see it. */
+export interface ApprovalView {
+  round: number;
+  nonce: string;
+  runId: string;
+  argsDigest: string;
+  previewDigest: string;
+  preview: Record<string, unknown>;
+  riskLevel: string;
+  quorum: number;
+  approvals: string[];
+  expiresAt: string;
+  state: 'pending' | 'approved' | 'denied' | 'expired';
+}
+
+/** What a call is doing now, for the client's `result(callId, { wait: false })`, the CLI and approvers. */
 export interface CallState {
-  stage: 'validating' | 'checking' | 'executing' | 'verifying' | 'recording' | 'done';
+  stage: 'validating' | 'checking' | 'awaiting-approval' | 'executing' | 'verifying' | 'recording' | 'done';
+  tool: string;
+  caller: string;
+  session: string;
+  validatedArguments?: Record<string, unknown>;
+  riskLevel?: string;
+  /** Why approval was asked, in words (the policy rule). */
+  approvalRule?: string;
+  approval?: ApprovalView;
+  decisions: DecisionRecord[];
+  /** The answer while approval is pending (`APPROVAL_PENDING`); not final. */
+  pending?: ToolResult;
   result?: ToolResult;
 }
 
 /** Reads a call's current state; pure, never changes the workflow. */
 export const callStateQuery = defineQuery<CallState>('callState');
+
+/** What the approver learns synchronously when a decision is accepted (a refused one fails the update with its code). */
+export interface DecisionReceipt {
+  accepted: true;
+  state: ApprovalView['state'];
+  approvals: string[];
+  quorum: number;
+}
+
+/** Delivers one signed decision; its validator refuses with a decision code before anything is recorded. */
+export const decideUpdate = defineUpdate<DecisionReceipt, [SignedDecision]>('decide');
+
+/** A decision attempt, accepted or refused, as the audit store keeps it. */
+export interface DecisionAttempt {
+  updateId: string;
+  callId: string;
+  runId: string;
+  approver: string;
+  decision: string;
+  /** `accepted`, or the refusal's decision code. */
+  outcome: string;
+  source: 'workflow' | 'admin';
+  envelope: unknown;
+}
+
+/** Sinks the call workflow uses: refused decisions leave no trace in history, so they are audited here. */
+export interface ToolGateSinks extends Sinks {
+  audit: {
+    decisionAttempt(attempt: Omit<DecisionAttempt, 'source'>): void;
+  };
+}
 
 /** Search attributes every call carries (DESIGN.md); registered on the namespace at start. */
 export const searchAttributes = {

@@ -19,7 +19,14 @@ export interface ToolImplementation<Args = unknown, Output = unknown> {
    * Performs the call. For a write, the backend must honour `idempotencyKey` (the call id) like a
    * payment gateway: the same key never applies twice.
    */
-  execute: (context: ToolCallContext<Args> & { idempotencyKey: string; attempt: number }) => Promise<Output>;
+  execute: (
+    context: ToolCallContext<Args> & {
+      idempotencyKey: string;
+      attempt: number;
+      /** For a write: the credential minted for this attempt; send it to the backend. */
+      credential?: string;
+    },
+  ) => Promise<Output>;
   /** For a write: asks the backend whether the key was applied, so a lost response is never reported as not applied. */
   findApplied?: (
     context: ToolCallContext<Args> & { idempotencyKey: string },

@@ -47,6 +47,8 @@ export interface ToolContract<
   readonly summarize: (args: z.output<Input>) => string;
   /** Overrides the executor's retry for this tool. */
   readonly retry?: Partial<ExecutionRetry>;
+  /** What a write's credential may touch, e.g. `order:ORD-1001` (default: the tool's name). */
+  readonly resource: (args: z.output<Input>) => string;
 }
 
 /** A tool contract whose argument types have been erased, as the registry and the workflow hold it. */
@@ -64,6 +66,7 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
   idempotencyFields?: readonly (keyof z.output<Input> & string)[];
   summarize?: (args: z.output<Input>) => string;
   retry?: Partial<ExecutionRetry>;
+  resource?: (args: z.output<Input>) => string;
 }
 
 /** A tool definition broke a rule; the message names the tool, the rule and the fix. */
@@ -133,6 +136,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     domainCodes: Object.freeze({ ...domainCodes }),
     ...(definition.idempotencyFields ? { idempotencyFields: [...definition.idempotencyFields] } : {}),
     summarize: definition.summarize ?? ((): string => name),
+    resource: definition.resource ?? ((): string => name),
     ...(definition.retry ? { retry: { ...definition.retry } } : {}),
   });
 }

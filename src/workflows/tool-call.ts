@@ -2,37 +2,44 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  currentUpdateInfo,
   log,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type {
-  CallerPolicySnapshot,
-  CheckOutcome,
-  ToolCallActivities,
-} from '../activities/tool-call-activities';
+import type { CheckOutcome, ExecutionApproval, ToolCallActivities } from '../activities/tool-call-activities';
 import type { AuditRecord } from '../audit/audit-store';
 import { evaluatePolicy } from '../policy/evaluate-policy';
+import type { CallerPolicySnapshot } from '../policy/load-policy';
+import type { DecisionRefusalCode } from '../shared/codes';
+import type { SignedDecision } from '../shared/approval';
+import { approvalNonce } from '../shared/approval';
+import { digestOf } from '../shared/canonical-json';
 import type { Proposal } from '../shared/proposal';
 import { deriveCallId, parseArguments, proposalArgumentsDigest } from '../shared/proposal';
-import type { CallState } from '../shared/temporal';
-import { callStateQuery, proposeUpdate, searchAttributes } from '../shared/temporal';
+import { verifySignature } from '../shared/signatures';
+import type { ApprovalState, ApprovalView, CallState, ToolGateSinks } from '../shared/temporal';
+import { callStateQuery, decideUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 import { rejection } from '../shared/tool-result';
 import type { AnyToolContract, ExecutionRetry, ToolContract, ToolInputSchema } from '../tools/define-tool';
+import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
 import { createToolRegistry } from '../tools/tool-registry';
 import { validateArguments } from '../tools/validate-arguments';
 import type { z } from 'zod';
 
-/** The input of a call's workflow: the proposal that started it and that proposal's update id. */
+/** The input of a call's workflow: the proposal that started it, its update id and the caller's signature. */
 export interface ToolCallInput {
   proposalId: string;
   proposal: Proposal;
+  /** The caller's signature over `{ callId, proposal }` (kind `proposal`). */
+  signature?: string;
 }
 
 /** Options of the call workflow, fixed in the user's workflows module. */
@@ -52,11 +59,30 @@ export const defaultExecutionRetry: ExecutionRetry = {
   attemptTimeoutMs: 10_000,
 };
 
+/** How long an approval waits when the policy names no window for the level. */
+export const defaultApprovalWindowMs = 4 * 60 * 60 * 1000;
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A policy duration (`4h`, `30s`, or milliseconds) in milliseconds. */
+export function durationMs(value: number | string): number {
+  if (typeof value === 'number') return value;
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(value);
+  return match ? Number(match[1]) * (durationUnits[match[2]!] ?? 1) : defaultApprovalWindowMs;
+}
+
+interface ApprovalRound extends ApprovalView {
+  expiresAtMs: number;
+  denial?: { approver: string; reason: string };
+  accepted: SignedDecision[];
+  usedSignatures: string[];
+}
+
 /**
  * Creates the workflow every proposed call runs as. Steps run in DESIGN.md's order; nothing reaches
  * a backend before the business checks and nothing changes the world before execution. Every
  * outcome is a `ToolResult`: a success closes the run completed, a rejection closes it failed with
- * the result in the failure's details, and nothing the model sends fails a workflow task.
+ * the result in the failure's details, and nothing the model or an approver sends fails a task.
  */
 export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
   const registry = createToolRegistry({ tools: options.tools });
@@ -67,24 +93,70 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
     const callId = info.workflowId;
     const { proposal } = input;
     const startedAt = Date.now();
-    const state: CallState = { stage: 'validating' };
+    const sinks = proxySinks<ToolGateSinks>();
+    const state: CallState = {
+      stage: 'validating',
+      tool: proposal.tool,
+      caller: proposal.caller,
+      session: proposal.session,
+      decisions: [],
+    };
     const record: Partial<AuditRecord> = {};
+    let policy: CallerPolicySnapshot | undefined;
+    let round: ApprovalRound | undefined;
 
     setHandler(callStateQuery, () => state);
+
     setHandler(proposeUpdate, async (request) => {
       const startedRun = request.proposalId === input.proposalId;
-      if (
-        !startedRun &&
-        proposal.intentId !== undefined &&
-        proposalArgumentsDigest(request.proposal) !== proposalArgumentsDigest(proposal)
-      ) {
-        return { startedRun, result: intentConflict({ proposal, callId }) };
+      if (!startedRun) {
+        // A joining proposal must be signed by the caller too; it waits for the policy to know the key.
+        await condition(() => policy !== undefined || state.result !== undefined);
+        if (!signedByCaller({ proposal: request.proposal, signature: request.signature })) {
+          return { startedRun, result: unauthenticated() };
+        }
+        if (
+          proposal.intentId !== undefined &&
+          proposalArgumentsDigest(request.proposal) !== proposalArgumentsDigest(proposal)
+        ) {
+          return { startedRun, result: intentConflict({ proposal, callId }) };
+        }
       }
-      await condition(() => state.result !== undefined);
-      const result = state.result as ToolResult;
-      // A proposal that joined a run did not make anything run again.
-      return { startedRun, result: startedRun ? result : { ...result, replayed: true } };
+      await condition(() => state.result !== undefined || state.pending !== undefined);
+      if (state.result) {
+        // A proposal that joined a run did not make anything run again.
+        return { startedRun, result: startedRun ? state.result : { ...state.result, replayed: true } };
+      }
+      return { startedRun, result: state.pending as ToolResult };
     });
+
+    setHandler(
+      decideUpdate,
+      (decision) => {
+        const current = round;
+        if (!current)
+          throw refuseDecision({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
+        current.usedSignatures.push(decision.signature);
+        const { envelope } = decision;
+        if (envelope.decision === 'deny') {
+          current.denial = { approver: envelope.approver, reason: envelope.reason };
+          current.state = 'denied';
+        } else {
+          current.approvals = [...current.approvals, envelope.approver];
+          current.accepted.push(decision);
+          if (current.approvals.length >= current.quorum) current.state = 'approved';
+        }
+        recordDecision({ decision, outcome: 'accepted' });
+        state.approval = viewOf(current);
+        return Promise.resolve({
+          accepted: true as const,
+          state: current.state,
+          approvals: [...current.approvals],
+          quorum: current.quorum,
+        });
+      },
+      { validator: (decision: SignedDecision) => validateDecision(decision) },
+    );
 
     const reject = (code: string, message: string, extra?: Pick<ToolResult, 'effect' | 'data'>): ToolResult =>
       rejection({ tool: proposal.tool, callId, code, message, ...extra });
@@ -108,6 +180,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
     // (a fresh read, a retry after a rejection) instead of joining this one.
     await recordAudit(result);
     state.result = result;
+    state.pending = undefined;
     state.stage = 'done';
     await condition(allHandlersFinished);
     if (result.ok) return result;
@@ -130,17 +203,41 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       return proposal.toolNameTruncated ? undefined : registry.get(proposal.tool);
     }
 
+    function signedByCaller(input: { proposal: Proposal; signature: string | undefined }): boolean {
+      const key = policy?.callerKeyHex;
+      if (!key || !input.signature) return false;
+      return verifySignature({
+        kind: 'proposal',
+        value: { callId, proposal: input.proposal },
+        signature: input.signature,
+        publicKeyHex: key,
+      });
+    }
+
+    function unauthenticated(): ToolResult {
+      return reject(
+        'UNAUTHENTICATED_CALLER',
+        `This proposal is not signed with ${proposal.caller}'s key. Nothing ran. Do not retry; tell the operator.`,
+      );
+    }
+
+    function setApprovalState(value: ApprovalState): void {
+      upsertSearchAttributes([{ key: searchAttributes.approvalState, value }]);
+    }
+
     async function runPipeline(): Promise<ToolResult> {
-      // Step 1: the policy (loaded by the worker, recorded in history), the tool, the allowlist.
-      const policy = await loadPolicy();
-      if (!policy) {
+      // Step 1: the policy (loaded by the worker, recorded in history), the signature, the tool, the allowlist.
+      const snapshot = await loadPolicy();
+      if (!snapshot) {
         return reject(
           'INTERNAL_ERROR',
           'The policy could not be loaded; nothing was applied. Do not retry; tell the user.',
         );
       }
-      record.policyVersion = policy.version;
-      const available = policy.callerPolicy?.tools ?? [];
+      policy = snapshot;
+      record.policyVersion = snapshot.version;
+      if (!signedByCaller({ proposal, signature: input.signature })) return unauthenticated();
+      const available = snapshot.callerPolicy?.tools ?? [];
       const contract = contractOf();
       if (!contract) {
         return reject(
@@ -188,17 +285,14 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       }
       const args = validation.args;
       record.validatedArguments = args;
+      state.validatedArguments = args;
       const summary = summaryOf();
 
       // Step 5: risk level and the caller's policy (pure).
-      const verdict = evaluatePolicy({
-        contract,
-        args,
-        caller: proposal.caller,
-        callerPolicy: policy.callerPolicy ?? { tools: [], autonomy: 'read' },
-        approvalCeiling: policy.approvalCeiling,
-      });
+      const callerPolicy = snapshot.callerPolicy ?? { publicKey: '', tools: [], autonomy: 'read' as const };
+      const verdict = evaluatePolicy({ contract, args, caller: proposal.caller, callerPolicy });
       record.riskLevel = verdict.riskLevel;
+      state.riskLevel = verdict.riskLevel;
       upsertSearchAttributes([{ key: searchAttributes.riskLevel, value: riskRank(verdict.riskLevel) }]);
       if (!verdict.allowed)
         return reject(verdict.code, verdict.message, { effect: 'none', data: verdict.data });
@@ -216,28 +310,33 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       const activityInput = { tool: contract.name, callId, args };
 
       // Step 6: business checks (read-only).
-      state.stage = 'checking';
-      setCurrentDetails(`${summary}: checking`);
-      let check: CheckOutcome;
-      try {
-        check = await activities.checkToolCall(activityInput);
-      } catch (error) {
-        return unavailable({ error, contract, effect: 'none' });
-      }
-      if (!check.ok) {
-        return reject(check.code, check.message, {
-          effect: 'none',
-          ...(check.data ? { data: check.data } : {}),
-        });
+      const checked = await runChecks();
+      if (checked) return checked;
+
+      // Step 7: approval, when the risk level is above the caller's autonomy.
+      let approval: ExecutionApproval | undefined;
+      if (verdict.needsApproval) {
+        state.approvalRule =
+          `${contract.name} at risk level "${verdict.riskLevel}" is above ${proposal.caller}'s autonomy ` +
+          `("${callerPolicy.autonomy}"): approval by ${quorumOf(verdict.riskLevel)} approver(s) granted "${verdict.riskLevel}"`;
+        const approved = await awaitApproval({ riskLevel: verdict.riskLevel });
+        if ('result' in approved) return approved.result;
+        approval = approved.approval;
       }
 
-      // Step 8: execute, the call id as idempotency key on every attempt.
+      // Step 8: execute, the call id as idempotency key on every attempt, a credential minted per attempt.
       state.stage = 'executing';
       setCurrentDetails(`${summary}: executing`);
+      const executionInput = {
+        ...activityInput,
+        caller: proposal.caller,
+        runId: info.runId,
+        ...(approval ? { approval } : {}),
+      };
       let output: unknown;
       let confirmedAfterLoss = false;
       try {
-        output = (await activities.executeToolCall(activityInput)).output;
+        output = (await activities.executeToolCall(executionInput)).output;
       } catch (error) {
         const failure = failureOf(error);
         if (failure.type === 'TOOL_REJECTED') {
@@ -250,6 +349,13 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
             effect: 'none',
             ...(details.data ? { data: details.data } : {}),
           });
+        }
+        if (failure.type === 'PERMISSION_DENIED') {
+          return reject(
+            'PERMISSION_DENIED',
+            `The credential minter refused ${contract.name} (${failure.message ?? 'no credential'}); nothing was applied. ` +
+              'Do not retry; tell the user.',
+          );
         }
         if (contract.effect === 'read') return unavailable({ error, contract, effect: 'none' });
         // Retries ran out: never guess. Ask the backend whether this key was applied.
@@ -310,6 +416,283 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
             (confirmedAfterLoss ? ' (the backend confirmed it after its response was lost)' : '') +
             '. Do not call it again for the same request.';
       return { ok: true, tool: contract.name, code: 'OK', message, effect, data, callId };
+
+      async function runChecks(): Promise<ToolResult | undefined> {
+        state.stage = 'checking';
+        setCurrentDetails(`${summary}: checking`);
+        let check: CheckOutcome;
+        try {
+          check = await activities.checkToolCall(activityInput);
+        } catch (error) {
+          return unavailable({ error, contract: contract!, effect: 'none' });
+        }
+        if (!check.ok) {
+          return reject(check.code, check.message, {
+            effect: 'none',
+            ...(check.data ? { data: check.data } : {}),
+          });
+        }
+        return undefined;
+      }
+
+      function quorumOf(level: RiskLevel): number {
+        return callerPolicy.approval?.quorum?.[level] ?? 1;
+      }
+
+      async function preview(): Promise<{ preview: Record<string, unknown> } | { result: ToolResult }> {
+        try {
+          return await activities.previewToolCall(activityInput);
+        } catch (error) {
+          return { result: unavailable({ error, contract: contract!, effect: 'none' }) };
+        }
+      }
+
+      async function awaitApproval(input: {
+        riskLevel: RiskLevel;
+      }): Promise<{ result: ToolResult } | { approval: ExecutionApproval }> {
+        const windowValue = callerPolicy.approval?.windows?.[input.riskLevel];
+        const windowMs = windowValue === undefined ? defaultApprovalWindowMs : durationMs(windowValue);
+        const argsDigest = digestOf(args);
+        const first = await preview();
+        if ('result' in first) return first;
+        let previewValue = first.preview;
+        for (let number = 1; ; number++) {
+          const previewDigest = digestOf(previewValue);
+          const expiresAtMs = Date.now() + windowMs;
+          const current: ApprovalRound = {
+            round: number,
+            nonce: approvalNonce({ runId: info.runId, round: number, previewDigest }),
+            runId: info.runId,
+            argsDigest,
+            previewDigest,
+            preview: previewValue,
+            riskLevel: input.riskLevel,
+            quorum: quorumOf(input.riskLevel),
+            approvals: [],
+            expiresAt: new Date(expiresAtMs).toISOString(),
+            expiresAtMs,
+            state: 'pending',
+            accepted: [],
+            usedSignatures: [],
+          };
+          round = current;
+          state.approval = viewOf(current);
+          state.stage = 'awaiting-approval';
+          setApprovalState('pending');
+          const waiting = () =>
+            `${summary}, waiting for ${current.quorum - current.approvals.length} approval(s), ` +
+            `expires ${current.expiresAt.slice(11, 16)} UTC`;
+          setCurrentDetails(waiting());
+          state.pending = reject(
+            'APPROVAL_PENDING',
+            `${summary} needs a human approval before it runs; nothing has happened yet. ` +
+              `Tell the user it is waiting for approval (until ${current.expiresAt}); do not call it again.`,
+            {
+              effect: 'none',
+              data: {
+                callId,
+                expiresAt: current.expiresAt,
+                preview: previewValue,
+                riskLevel: input.riskLevel,
+                quorum: current.quorum,
+                round: number,
+              },
+            },
+          );
+          const decided = await condition(
+            () => current.denial !== undefined || current.approvals.length >= current.quorum,
+            windowMs,
+          );
+          round = undefined;
+          if (!decided) {
+            current.state = 'expired';
+            state.approval = viewOf(current);
+            setApprovalState('expired');
+            return {
+              result: reject(
+                'APPROVAL_EXPIRED',
+                `Nobody approved ${summary} before ${current.expiresAt}; nothing was applied. ` +
+                  'This is not a denial: tell the user it expired and ask whether to request it again.',
+                { effect: 'none', data: { expiresAt: current.expiresAt } },
+              ),
+            };
+          }
+          state.approval = viewOf(current);
+          if (current.denial) {
+            setApprovalState('denied');
+            return {
+              result: reject(
+                'APPROVAL_DENIED',
+                `${current.denial.approver} denied ${summary}: "${current.denial.reason}". Nothing was applied. ` +
+                  'Do not retry; tell the user why.',
+                {
+                  effect: 'none',
+                  data: { approver: current.denial.approver, reason: current.denial.reason },
+                },
+              ),
+            };
+          }
+          setApprovalState('approved');
+          // Step 7b: the world may have changed while the call waited: check and preview again.
+          const rechecked = await runChecks();
+          if (rechecked) return { result: rechecked };
+          const again = await preview();
+          if ('result' in again) return again;
+          const fresh = again.preview;
+          if (digestOf(fresh) === previewDigest) {
+            return {
+              approval: {
+                round: number,
+                nonce: current.nonce,
+                previewDigest,
+                decisions: current.accepted,
+              },
+            };
+          }
+          // The approver approved something else than what would now run: a new round.
+          previewValue = fresh;
+        }
+      }
+    }
+
+    function validateDecision(decision: SignedDecision): void {
+      const current = round;
+      const envelope = decision?.envelope;
+      if (!envelope || typeof decision.signature !== 'string') {
+        throw refuseDecision({ decision, code: 'SIGNATURE_INVALID', reason: 'not a signed decision' });
+      }
+      if (!current) {
+        const expired = state.approval?.state === 'expired';
+        throw refuseDecision({
+          decision,
+          code: expired ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED',
+          reason: expired ? 'the approval window has closed' : 'this call has no open approval',
+        });
+      }
+      if (Date.now() >= current.expiresAtMs) {
+        throw refuseDecision({
+          decision,
+          code: 'APPROVAL_EXPIRED',
+          reason: 'the approval window has closed',
+        });
+      }
+      if (current.denial || current.approvals.length >= current.quorum) {
+        throw refuseDecision({ decision, code: 'ALREADY_DECIDED', reason: 'this round is already decided' });
+      }
+      const approver = policy?.approvers[envelope.approver];
+      if (!approver) throw refuseDecision({ decision, code: 'APPROVER_UNKNOWN', reason: 'no such approver' });
+      const signed = verifySignature({
+        kind: 'decision',
+        value: envelope,
+        signature: decision.signature,
+        publicKeyHex: approver.publicKeyHex,
+      });
+      if (!signed)
+        throw refuseDecision({
+          decision,
+          code: 'SIGNATURE_INVALID',
+          reason: "not signed with the approver's key",
+        });
+      if (riskRank(approver.maxLevel) < riskRank(current.riskLevel as RiskLevel)) {
+        throw refuseDecision({
+          decision,
+          code: 'APPROVER_NOT_ALLOWED',
+          reason: `${envelope.approver} may approve up to "${approver.maxLevel}", this call is "${current.riskLevel}"`,
+        });
+      }
+      if (approver.operates.includes(proposal.caller)) {
+        throw refuseDecision({
+          decision,
+          code: 'SELF_APPROVAL',
+          reason: `${envelope.approver} operates ${proposal.caller} and may not approve its calls`,
+        });
+      }
+      const bound =
+        envelope.callId === callId &&
+        envelope.runId === info.runId &&
+        envelope.nonce === current.nonce &&
+        envelope.argsDigest === current.argsDigest &&
+        envelope.previewDigest === current.previewDigest;
+      if (!bound) {
+        throw refuseDecision({
+          decision,
+          code: 'DIGEST_MISMATCH',
+          reason:
+            'the decision is not for this round: call, run, nonce, arguments and preview must all match',
+        });
+      }
+      if (
+        current.usedSignatures.includes(decision.signature) ||
+        current.approvals.includes(envelope.approver)
+      ) {
+        throw refuseDecision({
+          decision,
+          code: 'DECISION_REPLAYED',
+          reason: 'this approver already decided this round',
+        });
+      }
+      if (envelope.decision !== 'approve' && envelope.decision !== 'deny') {
+        throw refuseDecision({
+          decision,
+          code: 'SIGNATURE_INVALID',
+          reason: 'a decision is "approve" or "deny"',
+        });
+      }
+    }
+
+    function refuseDecision(input: {
+      decision: SignedDecision;
+      code: DecisionRefusalCode;
+      reason: string;
+    }): Error {
+      recordDecision({ decision: input.decision, outcome: input.code });
+      return ApplicationFailure.create({
+        type: input.code,
+        message: `${input.code}: ${input.reason}`,
+        nonRetryable: true,
+      });
+    }
+
+    function recordDecision(input: { decision: SignedDecision; outcome: string }): void {
+      const envelope = input.decision?.envelope;
+      const approver = typeof envelope?.approver === 'string' ? envelope.approver : '(unknown)';
+      const decision = typeof envelope?.decision === 'string' ? envelope.decision : '(none)';
+      if (input.outcome === 'accepted') {
+        state.decisions.push({
+          approver,
+          decision: envelope.decision,
+          reason: typeof envelope.reason === 'string' ? envelope.reason : '',
+          round: round?.round ?? 0,
+          outcome: input.outcome,
+          at: new Date(Date.now()).toISOString(),
+        });
+      }
+      // Refused decisions leave no trace in history: the sink writes them (not during replay).
+      sinks.audit.decisionAttempt({
+        updateId: currentUpdateInfo()?.id ?? '(none)',
+        callId,
+        runId: info.runId,
+        approver,
+        decision,
+        outcome: input.outcome,
+        envelope: envelope ?? null,
+      });
+    }
+
+    function viewOf(current: ApprovalRound): ApprovalView {
+      return {
+        round: current.round,
+        nonce: current.nonce,
+        runId: current.runId,
+        argsDigest: current.argsDigest,
+        previewDigest: current.previewDigest,
+        preview: current.preview,
+        riskLevel: current.riskLevel,
+        quorum: current.quorum,
+        approvals: [...current.approvals],
+        expiresAt: current.expiresAt,
+        state: current.state,
+      };
     }
 
     async function loadPolicy(): Promise<CallerPolicySnapshot | undefined> {
@@ -361,6 +744,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         ...(record.validatedArguments ? { validatedArguments: record.validatedArguments } : {}),
         ...(record.riskLevel ? { riskLevel: record.riskLevel } : {}),
         ...(record.policyVersion ? { policyVersion: record.policyVersion } : {}),
+        ...(state.decisions.length ? { decisions: state.decisions } : {}),
         code: finalResult.code,
         ok: finalResult.ok,
         effect: finalResult.effect,
@@ -393,8 +777,9 @@ function intentConflict(input: { proposal: Proposal; callId: string }): ToolResu
   });
 }
 
-function failureOf(error: unknown): { type?: string; details?: unknown[] } {
-  const cause = (error as { cause?: { type?: string; details?: unknown[] } } | undefined)?.cause;
+function failureOf(error: unknown): { type?: string; message?: string; details?: unknown[] } {
+  const cause = (error as { cause?: { type?: string; message?: string; details?: unknown[] } } | undefined)
+    ?.cause;
   return cause ?? {};
 }
 

@@ -10,6 +10,9 @@ let harness: ToolGateHarness;
 
 beforeAll(async () => {
   harness = await startHarness({ address: temporalAddress() });
+  process.env.TOOLGATE_TEST_POLICY = harness.policyPath;
+  process.env.TOOLGATE_TEST_KEYS = harness.keysDirectory;
+  process.env.TOOLGATE_TEST_AUDIT = join(harness.keysDirectory, '..', 'cli-audit.sqlite');
 });
 
 afterAll(async () => {
@@ -19,7 +22,12 @@ afterAll(async () => {
 async function run(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
   let out = '';
   let error = '';
-  const common = ['--config', join(__dirname, '../../toolgate.config.ts'), '--address', temporalAddress()];
+  const common = [
+    '--config',
+    join(__dirname, '../support/test-toolgate.config.ts'),
+    '--address',
+    temporalAddress(),
+  ];
   const code = await main([...argv, ...common, '--task-queue', harness.taskQueue], {
     out: (text) => (out += `${text}\n`),
     error: (text) => (error += `${text}\n`),
@@ -98,7 +106,7 @@ describe('toolgate CLI', () => {
         '--address',
         '127.0.0.1:1',
         '--config',
-        join(__dirname, '../../toolgate.config.ts'),
+        join(__dirname, '../support/test-toolgate.config.ts'),
       ],
       { out: () => undefined, error: (text) => (error += text) },
     );

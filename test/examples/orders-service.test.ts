@@ -645,6 +645,7 @@ describe('credential seam (in-process service)', () => {
         orderId: 'ORD-1001',
         amountCents: 700,
         currency: 'BRL',
+        reason: 'damaged',
         idempotencyKey,
       },
       {
@@ -653,6 +654,7 @@ describe('credential seam (in-process service)', () => {
         orderId: 'ORD-1001',
         amountCents: 700,
         currency: 'BRL',
+        reason: 'damaged',
         idempotencyKey,
       },
       {
@@ -661,6 +663,7 @@ describe('credential seam (in-process service)', () => {
         orderId: 'ORD-1001',
         amountCents: 700,
         currency: 'BRL',
+        reason: 'damaged',
         idempotencyKey,
       },
     ]);

@@ -6,7 +6,10 @@ import { ordersContracts, refundOrderContract } from '../../examples/orders/orde
 import { evaluatePolicy } from '../../src/policy/evaluate-policy';
 import { checkPolicy, ConfigurationError, loadPolicyFile } from '../../src/policy/load-policy';
 import type { CallerPolicy } from '../../src/policy/policy-schema';
+import { generateKeyPairFiles } from '../../src/keys/key-files';
 import { createToolRegistry } from '../../src/tools/tool-registry';
+
+const inlineKey = `ed25519:${'ab'.repeat(32)}`;
 
 const registry = createToolRegistry({ tools: ordersContracts });
 const refund = (amount: number) => ({
@@ -16,6 +19,8 @@ const refund = (amount: number) => ({
   reason: 'damaged',
 });
 const supportBot: CallerPolicy = {
+  publicKey: 'callers/support-bot.pub',
+  approval: { ceiling: 'critical' },
   tools: ['get_order', 'refund_order'],
   autonomy: 'reversible',
   limits: { refund_order: { amount_cents: { max: 50_000 } } },
@@ -28,7 +33,6 @@ describe('evaluatePolicy', () => {
       args: refund(60_000),
       caller: 'support-bot',
       callerPolicy: supportBot,
-      approvalCeiling: null,
     });
     expect(verdict).toMatchObject({
       allowed: false,
@@ -44,18 +48,19 @@ describe('evaluatePolicy', () => {
       args: refund(2590),
       caller: 'support-bot',
       callerPolicy: supportBot,
-      approvalCeiling: 'critical',
     });
     expect(verdict).toEqual({ allowed: true, riskLevel: 'irreversible', needsApproval: true });
   });
 
   it('denies above the highest approvable level, and when approval is not available', () => {
     const base = { contract: refundOrderContract, caller: 'support-bot', callerPolicy: supportBot };
-    expect(evaluatePolicy({ ...base, args: refund(20_000), approvalCeiling: 'irreversible' })).toMatchObject({
+    const lowCeiling = { ...supportBot, approval: { ceiling: 'irreversible' as const } };
+    expect(evaluatePolicy({ ...base, callerPolicy: lowCeiling, args: refund(20_000) })).toMatchObject({
       allowed: false,
       code: 'PERMISSION_DENIED',
     });
-    expect(evaluatePolicy({ ...base, args: refund(2590), approvalCeiling: null })).toMatchObject({
+    const noApproval = { ...supportBot, approval: undefined };
+    expect(evaluatePolicy({ ...base, callerPolicy: noApproval, args: refund(2590) })).toMatchObject({
       allowed: false,
       code: 'PERMISSION_DENIED',
     });
@@ -66,8 +71,7 @@ describe('evaluatePolicy', () => {
       contract: refundOrderContract,
       args: refund(20_000),
       caller: 'ops',
-      callerPolicy: { tools: ['refund_order'], autonomy: 'critical' },
-      approvalCeiling: null,
+      callerPolicy: { publicKey: 'callers/ops.pub', tools: ['refund_order'], autonomy: 'critical' },
     });
     expect(verdict).toEqual({ allowed: true, riskLevel: 'critical', needsApproval: false });
   });
@@ -81,8 +85,18 @@ describe('policy files', () => {
   };
 
   it('loads the shipped default policy, which has no caller that refunds without approval', () => {
-    const policy = loadPolicyFile({ path: join(__dirname, '../../examples/orders/policy.json'), registry });
-    expect(policy.version).toMatch(/^orders-demo-1@[0-9a-f]{12}$/);
+    const keysDirectory = mkdtempSync(join(tmpdir(), 'toolgate-keys-'));
+    for (const name of ['support-bot', 'readonly-bot']) {
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
+    }
+    for (const name of ['alice', 'bob'])
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'approver', name } });
+    const policy = loadPolicyFile({
+      path: join(__dirname, '../../examples/orders/policy.json'),
+      registry,
+      keysDirectory,
+    });
+    expect(policy.version).toMatch(/^orders-demo-2@[0-9a-f]{12}$/);
     for (const caller of Object.values(policy.file.callers)) {
       if (caller.tools.includes('refund_order')) expect(caller.autonomy).not.toMatch(/irreversible|critical/);
     }
@@ -97,12 +111,17 @@ describe('policy files', () => {
     ],
     [
       'an unknown tool',
-      '{"callers":{"bot":{"tools":["refnd_order"],"autonomy":"read"}}}',
+      `{"callers":{"bot":{"publicKey":"${inlineKey}","tools":["refnd_order"],"autonomy":"read"}}}`,
       'unknown tool "refnd_order"',
     ],
     [
+      'a missing key file',
+      '{"callers":{"bot":{"publicKey":"callers/bot.pub","tools":[],"autonomy":"read"}}}',
+      'toolgate keys generate --caller bot',
+    ],
+    [
       'a limit on a non-numeric field',
-      '{"callers":{"bot":{"tools":[],"autonomy":"read","limits":{"refund_order":{"currency":{"max":1}}}}}}',
+      `{"callers":{"bot":{"publicKey":"${inlineKey}","tools":[],"autonomy":"read","limits":{"refund_order":{"currency":{"max":1}}}}}}`,
       'numeric fields: amount_cents',
     ],
     ['an unknown field', '{"callers":{},"extra":1}', 'Unrecognized key'],
@@ -117,12 +136,12 @@ describe('policy files', () => {
     const a = checkPolicy({
       source: 'a',
       registry,
-      value: { callers: { bot: { tools: [], autonomy: 'read' } } },
+      value: { callers: { bot: { publicKey: inlineKey, tools: [], autonomy: 'read' } } },
     });
     const b = checkPolicy({
       source: 'b',
       registry,
-      value: { callers: { bot: { tools: [], autonomy: 'reversible' } } },
+      value: { callers: { bot: { publicKey: inlineKey, tools: [], autonomy: 'reversible' } } },
     });
     expect(a.digest).not.toBe(b.digest);
   });

@@ -1,22 +1,60 @@
-import type { PolicyFile } from '../../src/index';
+import type { PolicyFileInput } from '../../src/policy/policy-schema';
+
+/** The callers the tests' harness generates keys for. */
+export const testCallers = [
+  'test-refunder',
+  'support-bot',
+  'readonly-bot',
+  'hasty-bot',
+  'cautious-bot',
+] as const;
+/** The approvers the tests' harness generates keys for. */
+export const testApprovers = ['alice', 'bob', 'carol', 'dave'] as const;
 
 /**
  * The tests' policy. `test-refunder` may refund without approval (only tests ship such a caller);
- * the others mirror the default policy.
+ * `support-bot` mirrors the default policy (every refund needs approval, two approvers above
+ * 10,000 cents); `hasty-bot`'s approvals expire after one second. Key files are relative to the
+ * harness's keys folder.
  */
-export const testPolicy: PolicyFile = {
+export const testPolicy: PolicyFileInput = {
   version: 'test-1',
   callers: {
     'test-refunder': {
+      publicKey: 'callers/test-refunder.pub',
       tools: ['get_order', 'refund_order', 'echo_shape', 'explode'],
       autonomy: 'critical',
       limits: { refund_order: { amount_cents: { max: 50_000 } } },
     },
     'support-bot': {
+      publicKey: 'callers/support-bot.pub',
       tools: ['get_order', 'refund_order'],
       autonomy: 'reversible',
       limits: { refund_order: { amount_cents: { max: 50_000 } } },
+      approval: {
+        ceiling: 'critical',
+        windows: { irreversible: '4h', critical: '4h' },
+        quorum: { critical: 2 },
+      },
     },
-    'readonly-bot': { tools: ['get_order'], autonomy: 'read' },
+    'readonly-bot': { publicKey: 'callers/readonly-bot.pub', tools: ['get_order'], autonomy: 'read' },
+    'hasty-bot': {
+      publicKey: 'callers/hasty-bot.pub',
+      tools: ['refund_order'],
+      autonomy: 'reversible',
+      approval: { ceiling: 'critical', windows: { irreversible: '1s' } },
+    },
+    'cautious-bot': {
+      publicKey: 'callers/cautious-bot.pub',
+      tools: ['refund_order'],
+      autonomy: 'reversible',
+      approval: { ceiling: 'irreversible' },
+    },
+  },
+  approvers: {
+    alice: { publicKey: 'approvers/alice.pub', maxLevel: 'critical', operates: [] },
+    bob: { publicKey: 'approvers/bob.pub', maxLevel: 'irreversible', operates: [] },
+    carol: { publicKey: 'approvers/carol.pub', maxLevel: 'critical', operates: ['support-bot'] },
+    dave: { publicKey: 'approvers/dave.pub', maxLevel: 'critical', operates: [] },
   },
 };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -7,7 +7,12 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Worker } from '@temporalio/worker';
 import { createOrdersTools } from '../../examples/orders/orders-implementations';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import type { AuditStore, CallInput, PolicyFile } from '../../src/index';
+import type { KeyObject } from 'node:crypto';
+import type { AuditStore, CallInput } from '../../src/index';
+import { ApprovalAdmin } from '../../src/admin/approvals';
+import { createCredentialMinter } from '../../src/keys/credential-minter';
+import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../../src/keys/key-files';
+import type { PolicyFileInput } from '../../src/policy/policy-schema';
 import {
   checkPolicy,
   createToolGateWorker,
@@ -18,7 +23,7 @@ import {
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import { createTestTools } from './test-tool-implementations';
-import { testPolicy } from './test-policy';
+import { testApprovers, testCallers, testPolicy } from './test-policy';
 import { testContracts } from './test-tools';
 
 /** Everything a test file needs: a real orders process, a worker on its own task queue, a client. */
@@ -27,12 +32,21 @@ export interface ToolGateHarness {
   client: ToolGateClient;
   temporal: Client;
   audit: AuditStore;
+  admin: ApprovalAdmin;
   taskQueue: string;
+  /** The folder with every test key pair (callers/, approvers/, minter). */
+  keysDirectory: string;
+  /** The harness's policy, written as a file (for the CLI's config). */
+  policyPath: string;
+  /** A test approver's private key. */
+  approverKey(name: string): KeyObject;
   /** A fresh session id, so loop and idempotency keys never collide across tests. */
   newSession(): string;
   /** Refund arguments for ORD-1001 with overrides, as raw JSON text. */
   refundArguments(overrides?: Record<string, unknown>): string;
   call(input: Omit<CallInput, 'session'> & { session?: string }): ReturnType<ToolGateClient['call']>;
+  /** Stops the worker and starts a new one on the same task queue (calls in flight continue on it). */
+  restartWorker(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -41,7 +55,11 @@ let runtimeInstalled = false;
 /** Starts the harness; `stop()` ends the worker, the orders process and the temp files. */
 export async function startHarness(input: {
   address: string;
-  policy?: PolicyFile;
+  policy?: PolicyFileInput;
+  /** Run the worker with this workflows module instead of the tests' own. */
+  workflowsPath?: string;
+  /** Reuse this task queue (e.g. to restart a worker for the same calls). */
+  taskQueue?: string;
 }): Promise<ToolGateHarness> {
   if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
@@ -62,40 +80,95 @@ export async function startHarness(input: {
   }
 
   async function startParts(): Promise<ToolGateHarness> {
-    const orders = await startOrdersProcess();
+    const keysDirectory = join(directory, 'keys');
+    for (const name of testCallers)
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
+    for (const name of testApprovers)
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'approver', name } });
+    const minterKeys = generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'minter' } });
+    const orders = await startOrdersProcess({ minterPublicKeyPath: minterKeys.publicKey });
     cleanups.push(() => orders.stop());
     const contracts = [...ordersContracts, ...testContracts];
     const registry = createToolRegistry({ tools: contracts });
-    const policy = checkPolicy({ source: 'test policy', value: input.policy ?? testPolicy, registry });
+    const policy = checkPolicy({
+      source: 'test policy',
+      value: input.policy ?? testPolicy,
+      registry,
+      keysDirectory,
+    });
+    const policyPath = join(directory, 'policy.json');
+    writeFileSync(policyPath, JSON.stringify(input.policy ?? testPolicy, null, 2));
+    const privateKeys = new Map<string, KeyObject>();
+    const keyOf = (owner: { kind: 'caller' | 'approver'; name: string }): KeyObject | undefined => {
+      const path = keyPaths({ directory: keysDirectory, owner }).privateKey;
+      const cacheKey = `${owner.kind}/${owner.name}`;
+      if (!privateKeys.has(cacheKey)) {
+        try {
+          privateKeys.set(cacheKey, readPrivateKey(path));
+        } catch {
+          return undefined;
+        }
+      }
+      return privateKeys.get(cacheKey);
+    };
     const audit = openSqliteAuditStore({ path: join(directory, 'audit.sqlite') });
     cleanups.push(() => audit.close());
-    const taskQueue = `test-${randomUUID()}`;
+    const taskQueue = input.taskQueue ?? `test-${randomUUID()}`;
     const nativeConnection = await NativeConnection.connect({ address: input.address });
     cleanups.push(() => nativeConnection.close());
-    const worker: Worker = await createToolGateWorker({
-      connection: nativeConnection,
-      taskQueue,
-      workflowsPath: join(__dirname, 'test-workflows.ts'),
-      tools: [...createOrdersTools({ ordersUrl: orders.url }), ...createTestTools()],
-      policy,
-      audit,
+    const minter = createCredentialMinter({
+      privateKey: readPrivateKey(minterKeys.privateKey),
+      policy: () => policy,
     });
-    const running = worker.run();
-    cleanups.push(async () => {
-      worker.shutdown();
-      await running;
-    });
+    const tools = [...createOrdersTools({ ordersUrl: orders.url }), ...createTestTools()];
+    const startWorker = async (): Promise<() => Promise<void>> => {
+      const worker: Worker = await createToolGateWorker({
+        connection: nativeConnection,
+        taskQueue,
+        workflowsPath: input.workflowsPath ?? join(__dirname, 'test-workflows.ts'),
+        tools,
+        policy,
+        audit,
+        minter,
+      });
+      const running = worker.run();
+      return async () => {
+        worker.shutdown();
+        await running;
+      };
+    };
+    let stopWorker = await startWorker();
+    cleanups.push(() => stopWorker());
+    const restartWorker = async (): Promise<void> => {
+      await stopWorker();
+      stopWorker = await startWorker();
+    };
     const connection = await Connection.connect({ address: input.address });
     cleanups.push(() => connection.close());
     const temporal = new Client({ connection });
-    const client = new ToolGateClient({ client: temporal, tools: contracts, taskQueue, policy });
+    const client = new ToolGateClient({
+      client: temporal,
+      tools: contracts,
+      taskQueue,
+      policy,
+      callerKey: (caller) => keyOf({ kind: 'caller', name: caller }),
+    });
+    const admin = new ApprovalAdmin({ client: temporal, audit });
     let defaultSession = `session-${randomUUID()}`;
     return {
       orders,
       client,
       temporal,
       audit,
+      admin,
       taskQueue,
+      keysDirectory,
+      policyPath,
+      approverKey: (name) => {
+        const key = keyOf({ kind: 'approver', name });
+        if (!key) throw new Error(`no test key for approver ${name}`);
+        return key;
+      },
       newSession: () => {
         defaultSession = `session-${randomUUID()}`;
         return defaultSession;
@@ -109,6 +182,7 @@ export async function startHarness(input: {
           ...overrides,
         }),
       call: (callInput) => client.call({ session: defaultSession, ...callInput }),
+      restartWorker,
       stop: cleanUp,
     };
   }

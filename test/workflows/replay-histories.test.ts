@@ -9,7 +9,7 @@ const files = readdirSync(directory).filter((file) => file.endsWith('.history.bi
 
 describe('recorded histories of representative calls', () => {
   it('cover the main outcomes', () => {
-    expect(files.length).toBeGreaterThanOrEqual(7);
+    expect(files.length).toBeGreaterThanOrEqual(10);
   });
 
   it('replay deterministically with the current workflow code, so no running call breaks', async () => {

@@ -115,7 +115,8 @@ describe('validation never lets a bad proposal reach the backend', () => {
       tool: 'get_order',
       arguments: '{"order_id":"ORD-1001"}',
     });
-    expect(stranger.code).toBe('TOOL_NOT_ALLOWED');
+    // A caller the policy does not know has no key to sign with: refused before the allowlist.
+    expect(stranger.code).toBe('UNAUTHENTICATED_CALLER');
     expect(await appliedRefunds()).toBe(0);
   });
 });
@@ -134,14 +135,14 @@ describe('policy', () => {
     expect(await appliedRefunds('ORD-1003')).toBe(0);
   });
 
-  it('refuses a refund that needs approval with PERMISSION_DENIED while approval is not available', async () => {
+  it('refuses with PERMISSION_DENIED a refund above the highest level approvals may reach for the caller', async () => {
     const result = await harness.call({
-      caller: 'support-bot',
+      caller: 'cautious-bot',
       tool: 'refund_order',
-      arguments: harness.refundArguments(),
+      arguments: harness.refundArguments({ order_id: 'ORD-1003', amount_cents: 20_000 }),
     });
     expect(result).toMatchObject({ ok: false, code: 'PERMISSION_DENIED', effect: 'none' });
-    expect(result.message).toContain('approval is not available');
+    expect(result.message).toContain('approvals for cautious-bot go up to "irreversible" only');
     expect(await appliedRefunds()).toBe(0);
   });
 });

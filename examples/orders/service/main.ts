@@ -1,19 +1,22 @@
 // Entry point of the orders service process. Configuration is read here and nowhere else.
 //
-//   tsx examples/orders/service/main.ts [--port N] [--db PATH] [--allow-reset]
+//   tsx examples/orders/service/main.ts [--port N] [--db PATH] [--allow-reset] [--minter-public-key PATH]
 //
 // Prints exactly one line to stdout once listening, `orders-service listening on http://127.0.0.1:<port>`,
 // so a parent process can start it with --port 0 and parse the port it got.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readPublicKeyHex } from '../../../src/keys/key-files';
 import { startOrdersService } from './orders-service';
 
 const USAGE = [
-  'usage: main.ts [--port N] [--db PATH] [--allow-reset]',
-  '  --port N        port on 127.0.0.1 (0 = any free port); default $ORDERS_PORT or 4100',
-  '  --db PATH       SQLite file (created and seeded on first open); default $ORDERS_DB or .toolgate/orders.sqlite',
-  '  --allow-reset   enable POST /admin/reset (tests only)',
+  'usage: main.ts [--port N] [--db PATH] [--allow-reset] [--minter-public-key PATH]',
+  '  --port N                    port on 127.0.0.1 (0 = any free port); default $ORDERS_PORT or 4100',
+  '  --db PATH                   SQLite file (created and seeded on first open); default $ORDERS_DB or .toolgate/orders.sqlite',
+  '  --allow-reset               enable POST /admin/reset (tests only)',
+  "  --minter-public-key PATH    the credential minter's public key (.pub, PEM); every refund then needs a credential",
+  '                              it signed for exactly that refund; default $ORDERS_MINTER_PUBLIC_KEY, else unchecked',
 ].join('\n');
 
 function fail(message: string): never {
@@ -25,11 +28,14 @@ function readConfiguration(): {
   port: number;
   databasePath: string;
   allowReset: boolean;
+  /** Where the minter key came from, and the key; absent when credentials are not checked. */
+  minter?: { path: string; publicKeyHex: string };
 } {
   let values: {
     port?: string;
     db?: string;
     'allow-reset'?: boolean;
+    'minter-public-key'?: string;
     help?: boolean;
   };
   try {
@@ -38,6 +44,7 @@ function readConfiguration(): {
         port: { type: 'string' },
         db: { type: 'string' },
         'allow-reset': { type: 'boolean' },
+        'minter-public-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -56,13 +63,46 @@ function readConfiguration(): {
     fail(`--port must be a whole number from 0 to 65535, got "${portText}"`);
   const databasePath = values.db ?? process.env.ORDERS_DB ?? '.toolgate/orders.sqlite';
   if (databasePath === '') fail('--db must not be empty');
-  return { port, databasePath, allowReset: values['allow-reset'] ?? false };
+  // An empty variable counts as unset (the shell habit); an empty flag is a mistake.
+  const minterKeyPath = values['minter-public-key'] ?? (process.env.ORDERS_MINTER_PUBLIC_KEY || undefined);
+  if (minterKeyPath === '') fail('--minter-public-key must not be empty');
+  let minter: { path: string; publicKeyHex: string } | undefined;
+  if (minterKeyPath !== undefined) {
+    try {
+      // A private key would load too (its public half is derived), but a backend must never hold it.
+      if (readFileSync(minterKeyPath, 'utf8').includes('PRIVATE KEY')) {
+        fail(
+          `--minter-public-key ${minterKeyPath} is the minter's private key; give the service its public key ` +
+            '(the .pub file next to it) and keep the private key with the minter only',
+        );
+      }
+      minter = { path: minterKeyPath, publicKeyHex: readPublicKeyHex(minterKeyPath) };
+    } catch (error) {
+      fail(
+        `--minter-public-key ${minterKeyPath}: cannot read an Ed25519 public key ` +
+          `(${error instanceof Error ? error.message : String(error)}); pass the minter's .pub file (PEM, SPKI), ` +
+          'not its private .key',
+      );
+    }
+  }
+  return { port, databasePath, allowReset: values['allow-reset'] ?? false, minter };
 }
 
 async function main(): Promise<void> {
-  const { port, databasePath, allowReset } = readConfiguration();
+  const { port, databasePath, allowReset, minter } = readConfiguration();
   if (databasePath !== ':memory:') mkdirSync(dirname(databasePath), { recursive: true });
-  const service = await startOrdersService({ databasePath, port, allowReset });
+  const service = await startOrdersService({
+    databasePath,
+    port,
+    allowReset,
+    minterPublicKeyHex: minter?.publicKeyHex,
+  });
+  // stderr, so stdout keeps its one listening line.
+  process.stderr.write(
+    minter
+      ? `orders-service: every refund needs a credential signed by the minter key in ${minter.path}\n`
+      : 'orders-service: credentials are NOT checked (no --minter-public-key): any refund request is accepted\n',
+  );
   process.stdout.write(`orders-service listening on ${service.url}\n`);
 
   let stopping = false;

@@ -79,6 +79,12 @@ export type OrdersDatabase = {
   /** The switches armed for a key (all zero when none), without changing them. */
   faultSwitchesOf(input: { idempotencyKey: string }): FaultSwitches;
   consumeFault(input: { idempotencyKey: string; fault: FaultName }): boolean;
+  /**
+   * Records that the credential `jti` was accepted; false, storing nothing, when it was recorded
+   * before. One atomic INSERT, so two concurrent requests with one credential cannot both get true.
+   */
+  recordCredentialUse(input: { jti: string; idempotencyKey: string; acceptedAt: string }): boolean;
+  /** Restores the seed orders and clears refunds and fault switches; used credential ids are kept. */
   reset(): void;
   close(): void;
 };
@@ -127,6 +133,13 @@ CREATE TABLE IF NOT EXISTS refunds (
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS refunds_by_order ON refunds(order_id);
+-- Every credential id (jti) ever accepted, so a credential works for one request only. Kept
+-- across reset: a used credential must never become usable again.
+CREATE TABLE IF NOT EXISTS credential_uses (
+  jti TEXT PRIMARY KEY,
+  idempotency_key TEXT NOT NULL,
+  accepted_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS fault_switches (
   idempotency_key TEXT PRIMARY KEY,
   lose_response_after_commit INTEGER NOT NULL DEFAULT 0,
@@ -248,6 +261,11 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
          lose_response_after_commit = excluded.lose_response_after_commit,
          unavailable = excluded.unavailable,
          lookup_unavailable = excluded.lookup_unavailable`,
+    ),
+    // The primary key makes a second use of a jti insert nothing; `changes` tells the two apart.
+    recordCredentialUse: database.prepare(
+      `INSERT INTO credential_uses (jti, idempotency_key, accepted_at) VALUES (@jti, @idempotency_key, @accepted_at)
+       ON CONFLICT (jti) DO NOTHING`,
     ),
     consumeFault: Object.fromEntries(
       Object.entries(FAULT_COLUMNS).map(([name, column]) => [
@@ -380,6 +398,12 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
     },
     consumeFault: ({ idempotencyKey, fault }) =>
       statements.consumeFault[fault].run(idempotencyKey).changes > 0,
+    recordCredentialUse: ({ jti, idempotencyKey, acceptedAt }) =>
+      statements.recordCredentialUse.run({
+        jti,
+        idempotency_key: idempotencyKey,
+        accepted_at: acceptedAt,
+      }).changes === 1,
     reset: () => resetTransaction.immediate(),
     close: () => database.close(),
   };

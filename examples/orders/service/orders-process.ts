@@ -24,20 +24,28 @@ export async function startOrdersProcess({
   startTimeoutMs = 30_000,
   databasePath,
   port = 0,
+  minterPublicKeyPath,
 }: {
   allowReset?: boolean;
   startTimeoutMs?: number;
   /** Keep the data in this file (it survives a restart); a fresh temp file, removed by stop(), when absent. */
   databasePath?: string;
   port?: number;
+  /** The minter's public key file: every refund then needs a credential it signed. Unchecked when absent. */
+  minterPublicKeyPath?: string;
 } = {}): Promise<OrdersProcess> {
   const directory = databasePath ? undefined : mkdtempSync(join(tmpdir(), 'toolgate-orders-'));
   const database = databasePath ?? join(directory!, 'orders.sqlite');
   const args = ['--import', 'tsx', MAIN_PATH, '--port', String(port), '--db', database];
   if (allowReset) args.push('--allow-reset');
+  // Resolved here: the child runs in the project root, not in the caller's working directory.
+  if (minterPublicKeyPath !== undefined) args.push('--minter-public-key', resolve(minterPublicKeyPath));
+  // Whether credentials are checked is decided by the argument alone, never by an inherited variable.
+  const { ORDERS_MINTER_PUBLIC_KEY: _inherited, ...env } = process.env;
   // `node --import tsx` (not the tsx binary) so the pid we signal is the service itself, not a wrapper.
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 

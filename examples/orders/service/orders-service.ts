@@ -2,8 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { z } from 'zod';
+import { createCredentialCheck } from './credential-check';
 import { ORDER_CURRENCIES, REFUND_REASONS, openOrdersDatabase } from './orders-database';
-import type { OrderCurrency, OrderRecord, OrdersDatabase, RefundRecord } from './orders-database';
+import type {
+  OrderCurrency,
+  OrderRecord,
+  OrdersDatabase,
+  RefundReason,
+  RefundRecord,
+} from './orders-database';
 
 /** What a credential check is asked about: the exact refund the credential must have been minted for. */
 export type CredentialCheck = {
@@ -13,6 +20,8 @@ export type CredentialCheck = {
   orderId: string;
   amountCents: number;
   currency: OrderCurrency;
+  /** Part of the refund's tool arguments, so a credential's argument digest covers it too. */
+  reason: RefundReason;
   idempotencyKey: string;
 };
 
@@ -20,10 +29,10 @@ export type CredentialCheck = {
 export type CredentialVerdict =
   { accepted: true } | { accepted: false; status: 401 | 403; code: string; message: string };
 
-/** Decides whether a refund request carries a credential for exactly that refund; runs before any data is read or written. */
+/** Decides whether a refund request carries a credential for exactly that refund; runs before any order or refund is read or written. */
 export type VerifyCredential = (check: CredentialCheck) => CredentialVerdict | Promise<CredentialVerdict>;
 
-/** The default credential check: accepts every request, stores nothing. Scoped credentials replace it later. */
+/** The default credential check: accepts every request, stores nothing. `createCredentialCheck` is the real one. */
 export const acceptAnyCredential: VerifyCredential = () => ({ accepted: true });
 
 /** The running orders service; `close()` stops accepting, lets in-flight requests finish briefly, and closes the database. */
@@ -201,7 +210,7 @@ function bearerCredentialOf(request: IncomingMessage): string | null {
   if (!match?.[1]) {
     throw new HttpError(
       401,
-      'INVALID_CREDENTIAL',
+      'CREDENTIAL_INVALID',
       'The Authorization header must be "Bearer <credential>"; send the credential minted for this refund.',
     );
   }
@@ -262,6 +271,7 @@ export function createOrdersServer({
       orderId,
       amountCents: body.amount_cents,
       currency: body.currency,
+      reason: body.reason,
       idempotencyKey,
     });
     if (!verdict.accepted) throw new HttpError(verdict.status, verdict.code, verdict.message);
@@ -479,22 +489,47 @@ export function createOrdersServer({
   });
 }
 
-/** Opens the database and listens (on 127.0.0.1 unless told otherwise); resolves once the port is bound. */
+/**
+ * Opens the database and listens (on 127.0.0.1 unless told otherwise); resolves once the port is bound.
+ * With `minterPublicKeyHex`, every refund needs a credential from that minter (`createCredentialCheck`);
+ * without it and without `verifyCredential`, credentials are not checked.
+ */
 export async function startOrdersService({
   databasePath,
   port = 0,
   host = '127.0.0.1',
   allowReset = false,
   verifyCredential,
+  minterPublicKeyHex,
 }: {
   databasePath: string;
   port?: number;
   host?: string;
   allowReset?: boolean;
   verifyCredential?: VerifyCredential;
+  /** The credential minter's raw Ed25519 public key in hex; the check's used-credential ids live in this database. */
+  minterPublicKeyHex?: string;
 }): Promise<OrdersServiceHandle> {
+  if (verifyCredential && minterPublicKeyHex !== undefined) {
+    throw new Error(
+      'startOrdersService: pass verifyCredential or minterPublicKeyHex, not both; minterPublicKeyHex builds its own check.',
+    );
+  }
   const database = openOrdersDatabase({ path: databasePath });
-  const server = createOrdersServer({ database, allowReset, verifyCredential });
+  let server: Server;
+  try {
+    server = createOrdersServer({
+      database,
+      allowReset,
+      verifyCredential:
+        minterPublicKeyHex === undefined
+          ? verifyCredential
+          : createCredentialCheck({ minterPublicKeyHex, database }),
+    });
+  } catch (error) {
+    database.close();
+    throw error;
+  }
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { AuditStore } from '../audit/audit-store';
+import { signValue } from '../keys/key-files';
+import type { DecisionEnvelope, SignedDecision } from '../shared/approval';
+import type { CallState, DecisionReceipt } from '../shared/temporal';
+import { callStateQuery, decideUpdate, searchAttributes } from '../shared/temporal';
+
+/** A call waiting for approval, as an approver's list shows it. */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  caller: string;
+  riskLevel: string;
+  preview: Record<string, unknown>;
+  expiresAt: string;
+  /** Milliseconds left before the approval window closes. */
+  timeLeftMs: number;
+  approvals: string[];
+  quorum: number;
+}
+
+/** The answer to a decision: accepted with the round's state, or refused with a decision code. */
+export type DecisionOutcome =
+  ({ accepted: true } & DecisionReceipt) | { accepted: false; code: string; message: string };
+
+/**
+ * The approver's side: lists pending calls, shows one, and sends signed decisions. Every decision
+ * it sends is logged to the audit store (when given) before the answer, accepted or refused.
+ */
+export class ApprovalAdmin {
+  private readonly client: Client;
+  private readonly audit: AuditStore | undefined;
+
+  constructor(options: { client: Client; audit?: AuditStore }) {
+    this.client = options.client;
+    this.audit = options.audit;
+  }
+
+  /** Calls waiting for approval now, soonest expiry first. */
+  async pending(options: { limit?: number } = {}): Promise<PendingApproval[]> {
+    const query = `${searchAttributes.approvalState.name} = "pending" AND ExecutionStatus = "Running"`;
+    const found: PendingApproval[] = [];
+    for await (const execution of this.client.workflow.list({ query })) {
+      const state = await this.show(execution.workflowId);
+      const approval = state?.approval;
+      if (!state || !approval || approval.state !== 'pending') continue;
+      found.push({
+        callId: execution.workflowId,
+        tool: state.tool,
+        caller: state.caller,
+        riskLevel: approval.riskLevel,
+        preview: approval.preview,
+        expiresAt: approval.expiresAt,
+        timeLeftMs: Math.max(0, Date.parse(approval.expiresAt) - Date.now()),
+        approvals: approval.approvals,
+        quorum: approval.quorum,
+      });
+      if (found.length >= (options.limit ?? 100)) break;
+    }
+    return found.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+  }
+
+  /** A call's state: validated arguments, the rule that asked for approval, the round and the decision history. */
+  async show(callId: string): Promise<CallState | null> {
+    try {
+      return await this.client.workflow.getHandle(callId).query(callStateQuery);
+    } catch (error) {
+      if ((error as Error).name === 'WorkflowNotFoundError') return null;
+      throw error;
+    }
+  }
+
+  /** Signs a decision for the call's open round with the approver's own key and sends it. */
+  async decide(input: {
+    callId: string;
+    approver: string;
+    privateKey: KeyObject;
+    decision: 'approve' | 'deny';
+    reason: string;
+  }): Promise<DecisionOutcome> {
+    const state = await this.show(input.callId);
+    if (!state)
+      return {
+        accepted: false,
+        code: 'CALL_NOT_FOUND',
+        message: `No call ${input.callId} is visible to you.`,
+      };
+    const approval = state.approval;
+    if (!approval || approval.state !== 'pending') {
+      const code = approval?.state === 'expired' ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED';
+      return { accepted: false, code, message: `${code}: this call has no open approval` };
+    }
+    const envelope: DecisionEnvelope = {
+      callId: input.callId,
+      runId: approval.runId,
+      nonce: approval.nonce,
+      argsDigest: approval.argsDigest,
+      previewDigest: approval.previewDigest,
+      decision: input.decision,
+      approver: input.approver,
+      reason: input.reason,
+      issuedAt: new Date().toISOString(),
+    };
+    const signed: SignedDecision = {
+      envelope,
+      signature: signValue({ kind: 'decision', value: envelope, privateKey: input.privateKey }),
+    };
+    return this.send({ callId: input.callId, decision: signed });
+  }
+
+  /** Sends an already signed decision (as a remote approver would) and logs the attempt. */
+  async send(input: { callId: string; decision: SignedDecision }): Promise<DecisionOutcome> {
+    const updateId = randomUUID();
+    let outcome: DecisionOutcome;
+    try {
+      const receipt = await this.client.workflow
+        .getHandle(input.callId)
+        .executeUpdate(decideUpdate, { args: [input.decision], updateId });
+      outcome = { ...receipt, accepted: true };
+    } catch (error) {
+      outcome = refusalOf(error);
+    }
+    this.audit?.appendDecisionAttempt({
+      updateId,
+      callId: input.callId,
+      runId: input.decision.envelope.runId,
+      approver: input.decision.envelope.approver,
+      decision: input.decision.envelope.decision,
+      outcome: outcome.accepted ? 'accepted' : outcome.code,
+      source: 'admin',
+      envelope: input.decision.envelope,
+    });
+    return outcome;
+  }
+}
+
+function refusalOf(error: unknown): { accepted: false; code: string; message: string } {
+  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
+  if (cause?.type) return { accepted: false, code: cause.type, message: cause.message ?? cause.type };
+  const message = error instanceof Error ? error.message : String(error);
+  // The run closed before the decision arrived: decided, or expired.
+  if (/completed|closed|not found/i.test(message)) {
+    return { accepted: false, code: 'ALREADY_DECIDED', message: `ALREADY_DECIDED: ${message}` };
+  }
+  throw error;
+}

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import type { LoadedPolicy } from '../policy/load-policy';
+import { evaluatePolicy } from '../policy/evaluate-policy';
+import type { CredentialClaims, SignedDecision } from '../shared/approval';
+import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
+import { digestOf } from '../shared/canonical-json';
+import { verifySignature } from '../shared/signatures';
+import type { AnyToolContract } from '../tools/define-tool';
+import { riskRank } from '../tools/risk-levels';
+import { signCredential } from './credential-token';
+
+/** The approval a write carries to the minter: the round it was approved in, with the signed decisions. */
+export interface ExecutionApproval {
+  round: number;
+  nonce: string;
+  previewDigest: string;
+  decisions: SignedDecision[];
+}
+
+/** Why the minter refused; the call is then `PERMISSION_DENIED` and nothing reaches the backend. */
+export class MintRefusal extends Error {
+  override readonly name = 'MintRefusal';
+}
+
+/** Mints per-attempt credentials for writes. */
+export interface CredentialMinter {
+  /**
+   * Mints a credential only after its own checks: it trusts no flag from the workflow, recomputes
+   * the risk level from the contract, the arguments and its own policy, and verifies the quorum and
+   * every decision against this call, run, round and digests. Throws `MintRefusal` otherwise.
+   */
+  mint(input: {
+    contract: AnyToolContract;
+    caller: string;
+    callId: string;
+    runId: string;
+    args: Record<string, unknown>;
+    approval?: ExecutionApproval;
+  }): string;
+}
+
+/** Creates the minter, holding the minter's private key and its own copy of the policy. */
+export function createCredentialMinter(input: {
+  privateKey: KeyObject;
+  policy: () => LoadedPolicy;
+}): CredentialMinter {
+  return {
+    mint: ({ contract, caller, callId, runId, args, approval }) => {
+      const policy = input.policy();
+      const callerPolicy = policy.callerPolicy(caller);
+      if (!callerPolicy) throw new MintRefusal(`caller ${caller} is not in the minter's policy`);
+      const verdict = evaluatePolicy({ contract, args, caller, callerPolicy });
+      if (!verdict.allowed) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
+      const argsDigest = digestOf(args);
+      if (verdict.needsApproval) {
+        if (!approval)
+          throw new MintRefusal(`risk level "${verdict.riskLevel}" needs approval and none was given`);
+        const expectedNonce = approvalNonce({
+          runId,
+          round: approval.round,
+          previewDigest: approval.previewDigest,
+        });
+        if (approval.nonce !== expectedNonce)
+          throw new MintRefusal('the approval round does not match its nonce');
+        const quorum = callerPolicy.approval?.quorum?.[verdict.riskLevel] ?? 1;
+        const approvers = new Set<string>();
+        for (const decision of approval.decisions) {
+          const { envelope } = decision;
+          const approver = policy.file.approvers[envelope.approver];
+          const key = policy.snapshotFor(caller).approvers[envelope.approver]?.publicKeyHex;
+          const valid =
+            approver !== undefined &&
+            key !== undefined &&
+            envelope.decision === 'approve' &&
+            riskRank(approver.maxLevel) >= riskRank(verdict.riskLevel) &&
+            !approver.operates.includes(caller) &&
+            envelope.callId === callId &&
+            envelope.runId === runId &&
+            envelope.nonce === expectedNonce &&
+            envelope.previewDigest === approval.previewDigest &&
+            envelope.argsDigest === argsDigest &&
+            verifySignature({
+              kind: 'decision',
+              value: envelope,
+              signature: decision.signature,
+              publicKeyHex: key,
+            });
+          if (!valid)
+            throw new MintRefusal(`the decision of ${envelope.approver} does not hold for this call`);
+          approvers.add(envelope.approver);
+        }
+        if (approvers.size < quorum) {
+          throw new MintRefusal(`${approvers.size} distinct approver(s), ${quorum} needed`);
+        }
+      }
+      const claims: CredentialClaims = {
+        op: contract.name,
+        resource: contract.resource(args),
+        callId,
+        argsDigest,
+        jti: randomUUID(),
+        exp: Math.floor(Date.now() / 1000) + maxCredentialSeconds,
+      };
+      return signCredential({ claims, privateKey: input.privateKey });
+    },
+  };
+}
