@@ -1,0 +1,151 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { refundOrderContract } from '../../examples/orders/orders-contracts';
+import { createCredentialMinter } from '../../src/keys/credential-minter';
+import type { ExecutionApproval } from '../../src/keys/credential-minter';
+import { verifyCredential } from '../../src/keys/credential-token';
+import { publicKeyHex, signValue } from '../../src/keys/key-files';
+import { checkPolicy } from '../../src/policy/load-policy';
+import type { DecisionEnvelope } from '../../src/shared/approval';
+import { approvalNonce } from '../../src/shared/approval';
+import { digestOf } from '../../src/shared/canonical-json';
+import { createToolRegistry } from '../../src/tools/tool-registry';
+
+const pair = () => generateKeyPairSync('ed25519');
+const minterKeys = pair();
+const alice = pair();
+const bob = pair();
+const dave = pair();
+const inline = (key: ReturnType<typeof pair>) => `ed25519:${publicKeyHex(key.publicKey)}`;
+const policy = checkPolicy({
+  source: 'test',
+  registry: createToolRegistry({ tools: [refundOrderContract] }),
+  value: {
+    callers: {
+      'support-bot': {
+        publicKey: inline(pair()),
+        tools: ['refund_order'],
+        autonomy: 'reversible',
+        limits: { refund_order: { amount_cents: { max: 50_000 } } },
+        approval: { ceiling: 'critical', quorum: { critical: 2 } },
+      },
+    },
+    approvers: {
+      alice: { publicKey: inline(alice), maxLevel: 'critical' },
+      bob: { publicKey: inline(bob), maxLevel: 'irreversible' },
+      dave: { publicKey: inline(dave), maxLevel: 'critical', operates: ['support-bot'] },
+    },
+  },
+});
+const minter = createCredentialMinter({ privateKey: minterKeys.privateKey, policy: () => policy });
+const args = { order_id: 'ORD-1003', amount_cents: 2590, currency: 'BRL', reason: 'damaged' };
+const callId = 'tc-call';
+const runId = 'run-1';
+const previewDigest = digestOf({ preview: 1 });
+const nonce = approvalNonce({ runId, round: 1, previewDigest });
+
+function approvalBy(
+  signers: [string, ReturnType<typeof pair>][],
+  overrides: Partial<DecisionEnvelope> = {},
+  callArgs = args,
+): ExecutionApproval {
+  return {
+    round: 1,
+    nonce,
+    previewDigest,
+    decisions: signers.map(([approver, key]) => {
+      const envelope: DecisionEnvelope = {
+        callId,
+        runId,
+        nonce,
+        argsDigest: digestOf(callArgs),
+        previewDigest,
+        decision: 'approve',
+        approver,
+        reason: 'ok',
+        issuedAt: '2026-11-30T00:00:00Z',
+        ...overrides,
+      };
+      return {
+        envelope,
+        signature: signValue({ kind: 'decision', value: envelope, privateKey: key.privateKey }),
+      };
+    }),
+  };
+}
+
+const mint = (approval: ExecutionApproval | undefined, callArgs = args) =>
+  minter.mint({
+    contract: refundOrderContract,
+    caller: 'support-bot',
+    callId,
+    runId,
+    args: callArgs,
+    ...(approval ? { approval } : {}),
+  });
+
+describe('the credential minter trusts no flag from the workflow', () => {
+  it('mints a credential the backend accepts when the approvals hold', () => {
+    const token = mint(approvalBy([['alice', alice]]));
+    const checked = verifyCredential({
+      token,
+      minterPublicKeyHex: publicKeyHex(minterKeys.publicKey),
+      expected: { op: 'refund_order', resource: 'order:ORD-1003', callId, argsDigest: digestOf(args) },
+    });
+    expect(checked.ok).toBe(true);
+    if (checked.ok) expect(checked.claims.exp - Date.now() / 1000).toBeLessThanOrEqual(60);
+  });
+
+  it.each([
+    ['no approval at all', () => mint(undefined), 'needs approval'],
+    [
+      'a decision for another call',
+      () => mint(approvalBy([['alice', alice]], { callId: 'tc-other' })),
+      'does not hold',
+    ],
+    [
+      'a decision for other arguments',
+      () => mint(approvalBy([['alice', alice]], { argsDigest: digestOf({}) })),
+      'does not hold',
+    ],
+    ['a decision signed with another key', () => mint(approvalBy([['alice', bob]])), 'does not hold'],
+    [
+      'a denial passed off as approval',
+      () => mint(approvalBy([['alice', alice]], { decision: 'deny' })),
+      'does not hold',
+    ],
+    ['an approver who operates the caller', () => mint(approvalBy([['dave', dave]])), 'does not hold'],
+    [
+      'one approver for a critical refund that needs two',
+      () =>
+        mint(approvalBy([['alice', alice]], {}, { ...args, amount_cents: 20_000 }), {
+          ...args,
+          amount_cents: 20_000,
+        }),
+      '1 distinct approver(s), 2 needed',
+    ],
+    [
+      'an approver not granted the level',
+      () =>
+        mint(
+          approvalBy(
+            [
+              ['alice', alice],
+              ['bob', bob],
+            ],
+            {},
+            { ...args, amount_cents: 20_000 },
+          ),
+          { ...args, amount_cents: 20_000 },
+        ),
+      'does not hold',
+    ],
+    [
+      'a refund over the policy',
+      () => mint(approvalBy([['alice', alice]]), { ...args, amount_cents: 9_000_000 }),
+      'refuses',
+    ],
+  ])('refuses %s', (_case, attempt, message) => {
+    expect(attempt).toThrow(message);
+  });
+});
