@@ -3,6 +3,7 @@ import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
 import { explodeSecret } from '../support/test-tool-implementations';
 import { temporalAddress } from '../support/temporal';
+import type { ToolResult } from '../../src/index';
 
 let harness: ToolGateHarness;
 
@@ -20,6 +21,12 @@ beforeEach(async () => {
 });
 
 const refunder = 'test-refunder';
+
+/** The run's final record in the audit store says what the model was told. */
+function expectAudited(result: ToolResult): void {
+  const records = harness.audit.recordsOf(result.callId);
+  expect(records.at(-1)).toMatchObject({ code: result.code, effect: result.effect, ok: result.ok });
+}
 
 async function appliedRefunds(orderId?: string): Promise<number> {
   return harness.orders.api.refundCount(orderId ? { orderId } : {});
@@ -51,6 +58,7 @@ describe('validation never lets a bad proposal reach the backend', () => {
       tool: 'refund_order',
     });
     expect(result.message).toContain(expected);
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -160,6 +168,7 @@ describe('business rules', () => {
     });
     expect(result).toMatchObject({ ok: false, code, effect: 'none' });
     expect(result.message).toContain(expected);
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -322,6 +331,7 @@ describe('faults at the backend', () => {
     await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), loseResponseAfterCommit: 1 });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: true, effect: 'applied' });
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(1);
   });
 
@@ -330,6 +340,7 @@ describe('faults at the backend', () => {
     const result = await callRefund();
     expect(result).toMatchObject({ ok: false, code: 'UPSTREAM_UNAVAILABLE', effect: 'none' });
     expect(result.message).toContain('Do not retry now; tell the user');
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -348,6 +359,7 @@ describe('faults at the backend', () => {
       data: { refund_id: stored?.refundId },
     });
     expect(result.message).toContain('confirmed it after its response was lost');
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(1);
   });
 
@@ -359,6 +371,7 @@ describe('faults at the backend', () => {
     });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: false, code: 'UPSTREAM_UNAVAILABLE', effect: 'unknown' });
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -366,6 +379,7 @@ describe('faults at the backend', () => {
     await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), unavailable: 2 });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: true, effect: 'applied' });
+    expectAudited(result);
     expect(await appliedRefunds()).toBe(1);
   });
 });
