@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Connection } from '@temporalio/client';
 import { prepareNamespace, startDevServer } from '../src/dev/dev-server';
+import { sessionWorkflowId } from '../src/shared/session';
 import { startHarness } from '../test/support/toolgate-harness';
 
 const projectRoot = resolve(__dirname, '..');
@@ -109,6 +110,28 @@ async function main(): Promise<void> {
       });
       await harness.client.result(expired.callId, { wait: true });
       await record('refund-approval-expired', expired.callId);
+      // A session that admitted, refused and counted outcomes (its newest run, after continue-as-new).
+      const sessionId = harness.newSession();
+      const ask = (orderId: string) =>
+        harness.client.call({
+          session: sessionId,
+          caller: refunder,
+          tool: 'get_order',
+          arguments: `{"order_id":"${orderId}"}`,
+        });
+      for (const orderId of [
+        'ORD-1001',
+        'ORD-1001',
+        'ORD-1001',
+        'ORD-1001',
+        'ORD-9999',
+        'ORD-1002',
+        'ORD-1003',
+        'bad',
+      ]) {
+        await ask(orderId);
+      }
+      await record('session', sessionWorkflowId(sessionId));
     } finally {
       await harness.stop();
     }

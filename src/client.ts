@@ -8,6 +8,15 @@ import type { LoadedPolicy } from './policy/load-policy';
 import { canonicalJson } from './shared/canonical-json';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
+import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
+import {
+  admitUpdate,
+  endSessionUpdate,
+  resetSessionUpdate,
+  sessionStatsQuery,
+  sessionWorkflowId,
+  sessionWorkflowType,
+} from './shared/session';
 import {
   callStateQuery,
   defaultTaskQueue,
@@ -86,6 +95,9 @@ export class ToolGateClient {
       ? signValue({ kind: 'proposal', value: { callId, proposal }, privateKey: key })
       : undefined;
     const request = { proposalId, proposal, ...(signature ? { signature } : {}) };
+    // Step 0: the session admits the proposal (signature, ownership, budget, loop guard, circuit) first.
+    const admission = await this.admit({ proposalId, callId, proposal, ...(signature ? { signature } : {}) });
+    if (!admission.admitted) return admission.result;
     const startWorkflowOperation = new WithStartWorkflowOperation(toolCallWorkflowType, {
       workflowId: callId,
       taskQueue: this.taskQueue,
@@ -140,6 +152,48 @@ export class ToolGateClient {
     }
   }
 
+  /** A handle on one conversation: its calls go through the session `id`, as `caller`. */
+  session(input: { id: string; caller: string }): {
+    call(call: Omit<CallInput, 'session' | 'caller'>): Promise<ToolResult>;
+    stats(): Promise<SessionStats>;
+  } {
+    return {
+      call: (call) => this.call({ ...call, session: input.id, caller: input.caller }),
+      stats: () => this.sessionStats(input.id),
+    };
+  }
+
+  /** A session's counters: steps used, per-code counts, open circuits. */
+  async sessionStats(id: string): Promise<SessionStats> {
+    return this.client.workflow.getHandle(sessionWorkflowId(id)).query(sessionStatsQuery);
+  }
+
+  /** Closes a session's open circuits (all, or one tool's). */
+  async resetSession(id: string, options: { tool?: string } = {}): Promise<SessionStats> {
+    return this.client.workflow.getHandle(sessionWorkflowId(id)).executeUpdate(resetSessionUpdate, {
+      args: [options.tool !== undefined ? { tool: options.tool } : {}],
+    });
+  }
+
+  /**
+   * Ends a session: every later call in it is `SESSION_CLOSED`. Calls already waiting for approval
+   * are not part of it and stay pending until decided or expired.
+   */
+  async endSession(id: string, options: { reason?: string } = {}): Promise<SessionStats | null> {
+    try {
+      return await this.client.workflow.getHandle(sessionWorkflowId(id)).executeUpdate(endSessionUpdate, {
+        args: [options.reason !== undefined ? { reason: options.reason } : {}],
+      });
+    } catch (error) {
+      const name = errorName(error);
+      // Already ended (closed), or never started: either way it is ended now... unless never started.
+      if (name === 'WorkflowNotFoundError' || name === 'WorkflowUpdateRPCTimeoutOrCancelledError')
+        return null;
+      if (/completed|closed/i.test(String(error))) return null;
+      throw error;
+    }
+  }
+
   /** Provider-neutral definitions for the model: the caller's allowed tools when a policy was given. */
   definitions(caller?: string): ToolDefinition[] {
     if (caller === undefined || !this.policy) return this.registry.definitions();
@@ -148,6 +202,57 @@ export class ToolGateClient {
 
   private contractOf(proposal: Proposal) {
     return proposal.toolNameTruncated ? undefined : this.registry.get(proposal.tool);
+  }
+
+  /**
+   * Asks the proposal's session for admission, starting the session on its first proposal. Retries,
+   * with backoff, what the server refuses for load or a continue-as-new in flight; a retried
+   * admission is never counted twice (the session remembers the proposal id).
+   */
+  private async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
+    const { proposal } = request;
+    for (let attempt = 1; ; attempt++) {
+      const startWorkflowOperation = new WithStartWorkflowOperation(sessionWorkflowType, {
+        workflowId: sessionWorkflowId(proposal.session),
+        taskQueue: this.taskQueue,
+        args: [{ session: proposal.session }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        // An ended session stays ended: its id is not reused for a new conversation.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        staticSummary: `session of ${proposal.caller}`,
+        typedSearchAttributes: [
+          { key: searchAttributes.sessionId, value: proposal.session },
+          { key: searchAttributes.caller, value: proposal.caller },
+        ],
+      });
+      try {
+        return await this.client.workflow.executeUpdateWithStart(admitUpdate, {
+          args: [request],
+          updateId: `admit-${request.proposalId}`,
+          startWorkflowOperation,
+        });
+      } catch (error) {
+        if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') {
+          return {
+            admitted: false,
+            result: rejection({
+              tool: proposal.tool,
+              callId: request.callId,
+              code: 'SESSION_CLOSED',
+              message: 'This conversation has ended; no more tools can be called in it. Answer the user.',
+            }),
+          };
+        }
+        const cause = (error as { cause?: { message?: string } }).cause;
+        const text = `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
+        const retryable =
+          /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE/i.test(
+            text,
+          );
+        if (!retryable || attempt >= 6) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+      }
+    }
   }
 
   private async replayCompleted(input: { callId: string; proposal: Proposal }): Promise<ToolResult> {

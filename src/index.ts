@@ -1,6 +1,8 @@
 // toolgate's public API: what this file names, one export at a time.
 export {
+  createSessionWorkflow,
   createToolCallWorkflow,
+  createToolGateWorkflows,
   createToolRegistry,
   decisionRefusalCodes,
   defaultExecutionRetry,
@@ -19,6 +21,7 @@ export type {
   ExecutionRetry,
   RiskInput,
   RiskLevel,
+  SessionWorkflowOptions,
   ToolCallInput,
   ToolCallWorkflowOptions,
   ToolContract,

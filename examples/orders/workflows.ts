@@ -1,6 +1,6 @@
-// The orders domain's workflows module: toolgate's call workflow composed with the orders contracts.
-import { createToolCallWorkflow } from '../../src/definitions';
+// The orders domain's workflows module: toolgate's workflows composed with the orders contracts.
+import { createToolGateWorkflows } from '../../src/definitions';
 import { ordersContracts } from './orders-contracts';
 
-/** Every proposed orders call runs as this workflow. */
-export const toolCall = createToolCallWorkflow({ tools: ordersContracts });
+/** Every proposed orders call runs as `toolCall`; every conversation as `toolSession`. */
+export const { toolCall, toolSession } = createToolGateWorkflows({ tools: ordersContracts });

@@ -33,17 +33,30 @@ export class ApprovalAdmin {
   private readonly client: Client;
   private readonly audit: AuditStore | undefined;
 
-  constructor(options: { client: Client; audit?: AuditStore }) {
+  private readonly taskQueue: string | undefined;
+
+  constructor(options: { client: Client; audit?: AuditStore; taskQueue?: string }) {
     this.client = options.client;
     this.audit = options.audit;
+    this.taskQueue = options.taskQueue;
   }
 
-  /** Calls waiting for approval now, soonest expiry first. */
+  /**
+   * Calls waiting for approval now (on this admin's task queue, when it has one), soonest expiry
+   * first. A call whose state cannot be read right now (no worker answers) is left out, not fatal.
+   */
   async pending(options: { limit?: number } = {}): Promise<PendingApproval[]> {
-    const query = `${searchAttributes.approvalState.name} = "pending" AND ExecutionStatus = "Running"`;
+    const onQueue =
+      this.taskQueue !== undefined ? ` AND TaskQueue = "${this.taskQueue.replace(/"/g, '')}"` : '';
+    const query = `${searchAttributes.approvalState.name} = "pending" AND ExecutionStatus = "Running"${onQueue}`;
     const found: PendingApproval[] = [];
     for await (const execution of this.client.workflow.list({ query })) {
-      const state = await this.show(execution.workflowId);
+      let state: CallState | null;
+      try {
+        state = await this.show(execution.workflowId);
+      } catch {
+        continue;
+      }
       const approval = state?.approval;
       if (!state || !approval || approval.state !== 'pending') continue;
       found.push({

@@ -25,6 +25,7 @@ Usage:
   toolgate status CALL_ID [--wait] [--json]
   toolgate definitions [--caller NAME]
   toolgate worker
+  toolgate sessions show|reset|end SESSION_ID [--tool NAME] [--reason TEXT] [--json]
   toolgate keys generate (--caller NAME | --approver NAME | --minter) [--replace]
   toolgate approvals list [--json]
   toolgate approvals show CALL_ID [--json]
@@ -103,6 +104,8 @@ export async function main(argv: readonly string[], output: CliOutput = processO
         return await workerCommand({ values, output });
       case 'keys':
         return keysCommand({ values, action: rest[0], output });
+      case 'sessions':
+        return await sessionsCommand({ values, action: rest[0], session: rest[1], output });
       case 'approvals':
         return await approvalsCommand({ values, action: rest[0], callId: rest[1], output });
       default:
@@ -117,6 +120,10 @@ export async function main(argv: readonly string[], output: CliOutput = processO
     if (name === 'ConfigurationError' || name === 'ToolDefinitionError') {
       output.error((error as Error).message);
       return 2;
+    }
+    if (name === 'WorkflowNotFoundError') {
+      output.error(`not found: nothing with that id is visible to you (${(error as Error).message})`);
+      return 1;
     }
     if (name === 'TransportError' || /UNAVAILABLE|ECONNREFUSED|Failed to connect/i.test(String(error))) {
       output.error(`cannot reach Temporal at ${addressOf(values)}: is it running? (npm start brings one up)`);
@@ -298,6 +305,7 @@ async function approvalsCommand(input: {
   try {
     const admin = new ApprovalAdmin({
       client: new Client({ connection, namespace: settings.namespace }),
+      taskQueue: settings.taskQueue,
       ...(audit ? { audit } : {}),
     });
     switch (input.action) {
@@ -365,4 +373,48 @@ async function approvalsCommand(input: {
     audit?.close();
     await connection.close();
   }
+}
+
+async function sessionsCommand(input: {
+  values: Values;
+  action: string | undefined;
+  session: string | undefined;
+  output: CliOutput;
+}): Promise<number> {
+  const { values, output, session } = input;
+  if (!session) throw new UsageError(`sessions ${input.action ?? 'show'} needs a session id`);
+  const stats = await withClient(values, async (client) => {
+    switch (input.action) {
+      case 'show':
+        return client.sessionStats(session);
+      case 'reset':
+        return client.resetSession(session, values.tool !== undefined ? { tool: values.tool } : {});
+      case 'end':
+        return client.endSession(session, values.reason !== undefined ? { reason: values.reason } : {});
+      default:
+        throw new UsageError('sessions takes show, reset or end');
+    }
+  });
+  if (stats === null) {
+    output.out(values.json ? JSON.stringify({ session, closed: true }) : `session ${session} is ended`);
+    return 0;
+  }
+  if (values.json) output.out(JSON.stringify(stats));
+  else {
+    const codes = Object.entries(stats.codeCounts)
+      .map(([code, count]) => `${code}:${count}`)
+      .join(' ');
+    const circuits = Object.entries(stats.openCircuits)
+      .map(([tool, circuit]) => `${tool} (${circuit.reason})`)
+      .join(', ');
+    output.out(
+      [
+        `session ${stats.session} of ${stats.caller ?? '(no caller yet)'}${stats.closed ? `, closed (${stats.closedReason ?? 'ended'})` : ''}`,
+        `  steps:         ${stats.steps}/${stats.stepBudget}`,
+        `  codes:         ${codes || '(none)'}`,
+        `  open circuits: ${circuits || '(none)'}`,
+      ].join('\n'),
+    );
+  }
+  return 0;
 }

@@ -37,11 +37,28 @@ export const approvalPolicySchema = z.strictObject({
     .describe('how many distinct approvers a level needs (default 1)'),
 });
 
+/** The guards of one caller's sessions (defaults: 10 steps, 3 identical calls, 3 same rejections, 30 min idle). */
+export const sessionPolicySchema = z.strictObject({
+  stepBudget: z
+    .int()
+    .min(1)
+    .optional()
+    .describe('proposals one session may make, replays and rejections included'),
+  loopLimit: z.int().min(1).optional().describe('how often one call id may be proposed in a session'),
+  circuitThreshold: z
+    .int()
+    .min(1)
+    .optional()
+    .describe('consecutive rejections with one code for one tool that open its circuit'),
+  idleTimeout: durationSchema.optional().describe('a session with no proposal for this long ends'),
+});
+
 /** One caller's rules: what it may call, what it may do alone, and its per-tool limits. */
 export const callerPolicySchema = z.strictObject({
   description: z.string().optional(),
   publicKey: publicKeySchema.describe("the caller key's public half: proposals must be signed with it"),
   approval: approvalPolicySchema.optional().describe('absent: nothing above autonomy can run'),
+  session: sessionPolicySchema.optional().describe("the guards of this caller's sessions"),
   tools: z.array(z.string().min(1)).describe('the tools this caller may call'),
   autonomy: z.enum(riskLevels).describe('the highest risk level this caller may run without approval'),
   limits: z

@@ -3,7 +3,9 @@ import {
   ApplicationFailure,
   condition,
   currentUpdateInfo,
+  getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   proxySinks,
@@ -22,6 +24,7 @@ import { approvalNonce } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
 import type { Proposal } from '../shared/proposal';
 import { deriveCallId, parseArguments, proposalArgumentsDigest } from '../shared/proposal';
+import { callOutcomeSignal, sessionWorkflowId } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
 import type { ApprovalState, ApprovalView, CallState, ToolGateSinks } from '../shared/temporal';
 import { callStateQuery, decideUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
@@ -104,6 +107,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
     const record: Partial<AuditRecord> = {};
     let policy: CallerPolicySnapshot | undefined;
     let round: ApprovalRound | undefined;
+    let authenticated = false;
 
     setHandler(callStateQuery, () => state);
 
@@ -179,6 +183,9 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
     // The answer goes out only with the run's close, so a proposal made after it starts a new run
     // (a fresh read, a retry after a rejection) instead of joining this one.
     await recordAudit(result);
+    // The session counts this outcome before the agent sees it, so its next admission already knows.
+    // Histories recorded before sessions existed replay without the signal.
+    if (authenticated && patched('report-outcome-to-session')) await reportOutcome(result);
     state.result = result;
     state.pending = undefined;
     state.stage = 'done';
@@ -221,6 +228,19 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       );
     }
 
+    async function reportOutcome(final: ToolResult): Promise<void> {
+      try {
+        await getExternalWorkflowHandle(sessionWorkflowId(proposal.session)).signal(callOutcomeSignal, {
+          callId,
+          tool: proposal.tool,
+          code: final.code,
+          ok: final.ok,
+        });
+      } catch {
+        // The session has ended (it ignores late outcomes) or was never started (a raw client): nothing to count.
+      }
+    }
+
     function setApprovalState(value: ApprovalState): void {
       upsertSearchAttributes([{ key: searchAttributes.approvalState, value }]);
     }
@@ -237,6 +257,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       policy = snapshot;
       record.policyVersion = snapshot.version;
       if (!signedByCaller({ proposal, signature: input.signature })) return unauthenticated();
+      authenticated = true;
       const available = snapshot.callerPolicy?.tools ?? [];
       const contract = contractOf();
       if (!contract) {

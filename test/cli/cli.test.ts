@@ -121,4 +121,69 @@ describe('toolgate CLI', () => {
       'get_order',
     ]);
   });
+
+  it('lists a pending approval, approves it as alice with her key, and the refund runs once', async () => {
+    const pending = await run(
+      'call',
+      '--caller',
+      'support-bot',
+      '--tool',
+      'refund_order',
+      '--session',
+      `cli-approve-${Date.now()}`,
+      '--args',
+      '{"order_id":"ORD-1003","amount_cents":700,"currency":"BRL","reason":"damaged"}',
+      '--json',
+    );
+    expect(pending.code).toBe(1);
+    const { callId } = JSON.parse(pending.out) as ToolResult;
+    const list = await run('approvals', 'list', '--json');
+    const listed = (JSON.parse(list.out) as { callId: string; riskLevel: string; timeLeftMs: number }[]).find(
+      (call) => call.callId === callId,
+    );
+    expect(listed).toMatchObject({ riskLevel: 'irreversible' });
+    expect(listed!.timeLeftMs).toBeGreaterThan(0);
+    const show = await run('approvals', 'show', callId, '--json');
+    expect((JSON.parse(show.out) as { approvalRule: string }).approvalRule).toContain('above support-bot');
+    const approve = await run('approvals', 'approve', callId, '--as', 'alice', '--reason', 'receipt checked');
+    expect(approve.code).toBe(0);
+    expect(approve.out).toContain('accepted: approve by alice');
+    const status = await run('status', callId, '--wait', '--json');
+    expect(JSON.parse(status.out)).toMatchObject({ ok: true, effect: 'applied' });
+    expect(await harness.orders.api.refundCount({ orderId: 'ORD-1003' })).toBe(1);
+    const again = await run('approvals', 'deny', callId, '--as', 'alice');
+    expect(again.code).toBe(1);
+    expect(again.out).toContain('ALREADY_DECIDED');
+  });
+
+  it('shows, resets and ends a session', async () => {
+    const session = `cli-session-${Date.now()}`;
+    await run(
+      'call',
+      '--caller',
+      'readonly-bot',
+      '--tool',
+      'get_order',
+      '--session',
+      session,
+      '--args',
+      '{"order_id":"ORD-1001"}',
+    );
+    const show = await run('sessions', 'show', session, '--json');
+    expect(JSON.parse(show.out)).toMatchObject({ caller: 'readonly-bot', steps: 1, closed: false });
+    expect((await run('sessions', 'reset', session)).code).toBe(0);
+    expect((await run('sessions', 'end', session)).code).toBe(0);
+    const after = await run(
+      'call',
+      '--caller',
+      'readonly-bot',
+      '--tool',
+      'get_order',
+      '--session',
+      session,
+      '--args',
+      '{"order_id":"ORD-1001"}',
+    );
+    expect(after.out).toContain('SESSION_CLOSED');
+  });
 });

@@ -7,6 +7,8 @@ export const testCallers = [
   'readonly-bot',
   'hasty-bot',
   'cautious-bot',
+  'loopy-bot',
+  'thrifty-bot',
 ] as const;
 /** The approvers the tests' harness generates keys for. */
 export const testApprovers = ['alice', 'bob', 'carol', 'dave'] as const;
@@ -49,6 +51,19 @@ export const testPolicy: PolicyFileInput = {
       tools: ['refund_order'],
       autonomy: 'reversible',
       approval: { ceiling: 'irreversible' },
+    },
+    // The seed article's guards: a loop limit of 2, a budget of 2.
+    'loopy-bot': {
+      publicKey: 'callers/loopy-bot.pub',
+      tools: ['get_order'],
+      autonomy: 'read',
+      session: { loopLimit: 2 },
+    },
+    'thrifty-bot': {
+      publicKey: 'callers/thrifty-bot.pub',
+      tools: ['get_order'],
+      autonomy: 'read',
+      session: { stepBudget: 2 },
     },
   },
   approvers: {

@@ -40,7 +40,7 @@ export interface ToolGateHarness {
   policyPath: string;
   /** A test approver's private key. */
   approverKey(name: string): KeyObject;
-  /** A fresh session id, so loop and idempotency keys never collide across tests. */
+  /** A fresh session id, so loop and idempotency keys never collide across tests (`call` adds `:caller`). */
   newSession(): string;
   /** Refund arguments for ORD-1001 with overrides, as raw JSON text. */
   refundArguments(overrides?: Record<string, unknown>): string;
@@ -60,6 +60,8 @@ export async function startHarness(input: {
   workflowsPath?: string;
   /** Reuse this task queue (e.g. to restart a worker for the same calls). */
   taskQueue?: string;
+  /** Reuse these keys (another harness's), so two harnesses serve the same callers. */
+  keysDirectory?: string;
 }): Promise<ToolGateHarness> {
   if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
@@ -80,7 +82,7 @@ export async function startHarness(input: {
   }
 
   async function startParts(): Promise<ToolGateHarness> {
-    const keysDirectory = join(directory, 'keys');
+    const keysDirectory = input.keysDirectory ?? join(directory, 'keys');
     for (const name of testCallers)
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
     for (const name of testApprovers)
@@ -153,7 +155,7 @@ export async function startHarness(input: {
       policy,
       callerKey: (caller) => keyOf({ kind: 'caller', name: caller }),
     });
-    const admin = new ApprovalAdmin({ client: temporal, audit });
+    const admin = new ApprovalAdmin({ client: temporal, audit, taskQueue });
     let defaultSession = `session-${randomUUID()}`;
     return {
       orders,
@@ -181,7 +183,8 @@ export async function startHarness(input: {
           reason: 'damaged',
           ...overrides,
         }),
-      call: (callInput) => client.call({ session: defaultSession, ...callInput }),
+      // A session belongs to one caller: each caller of a test gets its own conversation.
+      call: (callInput) => client.call({ session: `${defaultSession}:${callInput.caller}`, ...callInput }),
       restartWorker,
       stop: cleanUp,
     };

@@ -216,15 +216,18 @@ describe('execution and replay', () => {
     expect(await appliedRefunds()).toBe(1);
   });
 
-  it('applies one refund when the same proposal arrives five times at once', async () => {
+  it('applies one refund when the same proposal arrives five times at once; those past the loop limit are refused', async () => {
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
         harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() }),
       ),
     );
-    expect(results.every((result) => result.ok && result.effect === 'applied')).toBe(true);
-    expect(results.filter((result) => result.replayed !== true)).toHaveLength(1);
-    expect(new Set(results.map((result) => (result.data as { refund_id: string }).refund_id)).size).toBe(1);
+    const applied = results.filter((result) => result.ok);
+    expect(applied).toHaveLength(3); // the session's loop limit
+    expect(applied.every((result) => result.effect === 'applied')).toBe(true);
+    expect(applied.filter((result) => result.replayed !== true)).toHaveLength(1);
+    expect(new Set(applied.map((result) => (result.data as { refund_id: string }).refund_id)).size).toBe(1);
+    expect(results.filter((result) => result.code === 'LOOP_DETECTED')).toHaveLength(2);
     expect(await appliedRefunds()).toBe(1);
   });
 

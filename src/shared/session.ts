@@ -1,0 +1,70 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { sha256Hex } from './canonical-json';
+import type { Proposal } from './proposal';
+import type { ToolResult } from './tool-result';
+
+/** The workflow type every session runs as; the user's workflows module exports it under this name. */
+export const sessionWorkflowType = 'toolSession';
+
+/** The workflow ID of a session: one per conversation id (hashed, so any id fits). */
+export function sessionWorkflowId(session: string): string {
+  return `ts-${sha256Hex(session)}`;
+}
+
+/** A proposal asking its session for admission, before its call workflow starts. */
+export interface AdmissionRequest {
+  proposalId: string;
+  callId: string;
+  proposal: Proposal;
+  signature?: string;
+}
+
+/** The session's answer: admitted (with the step it used), or the rejection the model gets. */
+export type AdmissionDecision = { admitted: true; step: number } | { admitted: false; result: ToolResult };
+
+/** Asks for admission; answered synchronously and serialised by the session workflow. */
+export const admitUpdate = defineUpdate<AdmissionDecision, [AdmissionRequest]>('admit');
+
+/** A call's final outcome, reported by the call to its session before it closes. */
+export interface CallOutcome {
+  callId: string;
+  tool: string;
+  code: string;
+  ok: boolean;
+}
+
+/** Reports a final outcome to the session (circuit breaker, per-code counts). */
+export const callOutcomeSignal = defineSignal<[CallOutcome]>('callOutcome');
+
+/** An open circuit: the tool is refused in this session until a reset or the session's end. */
+export interface OpenCircuit {
+  code: string;
+  count: number;
+  openedAt: string;
+  reason: string;
+}
+
+/** What a session has used and seen. */
+export interface SessionStats {
+  session: string;
+  caller?: string;
+  closed: boolean;
+  closedReason?: string;
+  steps: number;
+  stepBudget: number;
+  loopLimit: number;
+  circuitThreshold: number;
+  codeCounts: Record<string, number>;
+  openCircuits: Record<string, OpenCircuit>;
+  /** How many times this run of the session continued as new (carried over). */
+  generation: number;
+}
+
+/** Reads a session's counters; pure. */
+export const sessionStatsQuery = defineQuery<SessionStats>('sessionStats');
+
+/** Closes circuits (one tool's, or all). */
+export const resetSessionUpdate = defineUpdate<SessionStats, [{ tool?: string }]>('resetSession');
+
+/** Ends the session: it refuses every later call (`SESSION_CLOSED`). */
+export const endSessionUpdate = defineUpdate<SessionStats, [{ reason?: string }]>('endSession');

@@ -1,0 +1,309 @@
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  log,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ToolCallActivities } from '../activities/tool-call-activities';
+import type { CallerPolicySnapshot } from '../policy/load-policy';
+import type { AdmissionDecision, AdmissionRequest, OpenCircuit, SessionStats } from '../shared/session';
+import {
+  admitUpdate,
+  callOutcomeSignal,
+  endSessionUpdate,
+  resetSessionUpdate,
+  sessionStatsQuery,
+} from '../shared/session';
+import { verifySignature } from '../shared/signatures';
+import { rejection } from '../shared/tool-result';
+import { durationMs } from './tool-call';
+
+/** Options of the session workflow, fixed in the user's workflows module. */
+export interface SessionWorkflowOptions {
+  /** Continue as new after this many admissions in one run (besides Temporal's own suggestion). */
+  continueAsNewAfter?: number;
+}
+
+/** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
+export interface SessionInput {
+  session: string;
+  carried?: {
+    caller?: string;
+    closed: boolean;
+    closedReason?: string;
+    steps: number;
+    loopCounts: Record<string, number>;
+    streaks: Record<string, { code: string; count: number }>;
+    openCircuits: Record<string, OpenCircuit>;
+    codeCounts: Record<string, number>;
+    recentAdmissions: [string, AdmissionDecision][];
+    generation: number;
+  };
+}
+
+const recentAdmissionsKept = 500;
+const defaults = { stepBudget: 10, loopLimit: 3, circuitThreshold: 3, idleTimeoutMs: 30 * 60 * 1000 };
+
+/**
+ * Creates the session workflow: durable state shared by every call of one conversation. It admits
+ * each proposal synchronously and one at a time (signature and ownership first, then step budget,
+ * loop guard and circuit breaker), counts outcomes the calls report, and continues as new with all
+ * of it when its history grows. Calls are not its children: a call waiting for approval outlives it.
+ */
+export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
+  return async function toolSession(input: SessionInput): Promise<SessionStats> {
+    const carried = input.carried;
+    const state = {
+      caller: carried?.caller,
+      closed: carried?.closed ?? false,
+      closedReason: carried?.closedReason,
+      steps: carried?.steps ?? 0,
+      loopCounts: { ...carried?.loopCounts },
+      streaks: { ...carried?.streaks },
+      openCircuits: { ...carried?.openCircuits },
+      codeCounts: { ...carried?.codeCounts },
+      generation: carried?.generation ?? 0,
+    };
+    const recentAdmissions = new Map<string, AdmissionDecision>(carried?.recentAdmissions ?? []);
+    const snapshots = new Map<string, CallerPolicySnapshot>();
+    let admissionsThisRun = 0;
+    let activity = 0;
+    let busy = false;
+
+    const limits = () => {
+      const session = state.caller ? snapshots.get(state.caller)?.callerPolicy?.session : undefined;
+      return {
+        stepBudget: session?.stepBudget ?? defaults.stepBudget,
+        loopLimit: session?.loopLimit ?? defaults.loopLimit,
+        circuitThreshold: session?.circuitThreshold ?? defaults.circuitThreshold,
+        idleTimeoutMs:
+          session?.idleTimeout === undefined ? defaults.idleTimeoutMs : durationMs(session.idleTimeout),
+      };
+    };
+    const stats = (): SessionStats => {
+      const { stepBudget, loopLimit, circuitThreshold } = limits();
+      return {
+        session: input.session,
+        ...(state.caller !== undefined ? { caller: state.caller } : {}),
+        closed: state.closed,
+        ...(state.closedReason !== undefined ? { closedReason: state.closedReason } : {}),
+        steps: state.steps,
+        stepBudget,
+        loopLimit,
+        circuitThreshold,
+        codeCounts: { ...state.codeCounts },
+        openCircuits: { ...state.openCircuits },
+        generation: state.generation,
+      };
+    };
+    const showDetails = () => {
+      const { stepBudget } = limits();
+      const codes = Object.entries(state.codeCounts)
+        .map(([code, count]) => `${code}:${count}`)
+        .join(' ');
+      const circuits = Object.entries(state.openCircuits)
+        .map(([tool, circuit]) => `${tool} (${circuit.code} x${circuit.count})`)
+        .join(', ');
+      setCurrentDetails(
+        `${state.caller ?? 'no caller yet'}: steps ${state.steps}/${stepBudget}` +
+          (codes ? `; codes ${codes}` : '') +
+          (circuits ? `; open circuits: ${circuits}` : '') +
+          (state.closed ? `; closed (${state.closedReason ?? 'ended'})` : ''),
+      );
+    };
+
+    setHandler(sessionStatsQuery, stats);
+
+    setHandler(admitUpdate, async (request) => {
+      // One admission at a time, in arrival order: the counters are exact under concurrency.
+      await condition(() => !busy);
+      busy = true;
+      try {
+        return await admit(request);
+      } finally {
+        busy = false;
+      }
+    });
+
+    setHandler(callOutcomeSignal, (outcome) => {
+      if (state.closed) return; // an ended session ignores late outcomes
+      state.codeCounts[outcome.code] = (state.codeCounts[outcome.code] ?? 0) + 1;
+      if (outcome.ok) {
+        delete state.streaks[outcome.tool];
+      } else {
+        const streak = state.streaks[outcome.tool];
+        const count = streak?.code === outcome.code ? streak.count + 1 : 1;
+        state.streaks[outcome.tool] = { code: outcome.code, count };
+        if (count >= limits().circuitThreshold && !state.openCircuits[outcome.tool]) {
+          state.openCircuits[outcome.tool] = {
+            code: outcome.code,
+            count,
+            openedAt: new Date(Date.now()).toISOString(),
+            reason: `${count} consecutive ${outcome.code} for ${outcome.tool}`,
+          };
+        }
+      }
+      showDetails();
+    });
+
+    setHandler(resetSessionUpdate, ({ tool }) => {
+      for (const name of Object.keys(state.openCircuits)) {
+        if (tool === undefined || tool === name) {
+          delete state.openCircuits[name];
+          delete state.streaks[name];
+        }
+      }
+      showDetails();
+      return stats();
+    });
+
+    setHandler(endSessionUpdate, ({ reason }) => {
+      if (!state.closed) {
+        state.closed = true;
+        state.closedReason = reason ?? 'ended';
+      }
+      showDetails();
+      return stats();
+    });
+
+    async function admit(request: AdmissionRequest): Promise<AdmissionDecision> {
+      const recorded = recentAdmissions.get(request.proposalId);
+      if (recorded) return recorded; // a retried admission is answered again, never counted twice
+      const { proposal } = request;
+      const reject = (code: string, message: string): AdmissionDecision => ({
+        admitted: false,
+        result: rejection({ tool: proposal.tool, callId: request.callId, code, message }),
+      });
+      const snapshot = await snapshotOf(proposal.caller);
+      const signed =
+        snapshot?.callerKeyHex &&
+        request.signature !== undefined &&
+        verifySignature({
+          kind: 'proposal',
+          value: { callId: request.callId, proposal },
+          signature: request.signature,
+          publicKeyHex: snapshot.callerKeyHex,
+        });
+      // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
+      if (
+        !signed ||
+        proposal.session !== input.session ||
+        (state.caller !== undefined && state.caller !== proposal.caller)
+      ) {
+        return reject(
+          'UNAUTHENTICATED_CALLER',
+          `This proposal is not signed with ${proposal.caller}'s key for a session it owns. Nothing ran. ` +
+            'Do not retry; tell the operator.',
+        );
+      }
+      state.caller ??= proposal.caller;
+      activity++;
+      const decision = decide(request, reject);
+      recentAdmissions.set(request.proposalId, decision);
+      if (recentAdmissions.size > recentAdmissionsKept) {
+        recentAdmissions.delete(recentAdmissions.keys().next().value as string);
+      }
+      admissionsThisRun++;
+      if (!decision.admitted) {
+        state.codeCounts[decision.result.code] = (state.codeCounts[decision.result.code] ?? 0) + 1;
+      }
+      showDetails();
+      return decision;
+    }
+
+    function decide(
+      request: AdmissionRequest,
+      reject: (code: string, message: string) => AdmissionDecision,
+    ): AdmissionDecision {
+      const { proposal } = request;
+      if (state.closed) {
+        return reject(
+          'SESSION_CLOSED',
+          'This conversation has ended; no more tools can be called in it. Answer the user.',
+        );
+      }
+      const { stepBudget, loopLimit } = limits();
+      state.steps++;
+      if (state.steps > stepBudget) {
+        return reject(
+          'STEP_LIMIT',
+          `This conversation has used its ${stepBudget} tool calls. Stop calling tools and answer the user with what you have.`,
+        );
+      }
+      const seen = (state.loopCounts[request.callId] ?? 0) + 1;
+      state.loopCounts[request.callId] = seen;
+      if (seen > loopLimit) {
+        return reject(
+          'LOOP_DETECTED',
+          `This exact call was already made ${seen - 1} times in this conversation. Use the previous result instead of calling it again.`,
+        );
+      }
+      const circuit = state.openCircuits[proposal.tool];
+      if (circuit) {
+        return reject(
+          'CIRCUIT_OPEN',
+          `${proposal.tool} is paused in this conversation after ${circuit.reason}. Do not call it again; ` +
+            'tell the user what went wrong and answer without it.',
+        );
+      }
+      return { admitted: true, step: state.steps };
+    }
+
+    async function snapshotOf(caller: string): Promise<CallerPolicySnapshot | undefined> {
+      const cached = snapshots.get(caller);
+      if (cached) return cached;
+      try {
+        const snapshot = await proxyLocalActivities<ToolCallActivities>({
+          startToCloseTimeout: '5s',
+          retry: { maximumAttempts: 3 },
+        }).loadCallerPolicy({ caller });
+        snapshots.set(caller, snapshot);
+        return snapshot;
+      } catch (error) {
+        log.error('session could not load the policy', { session: input.session, error: String(error) });
+        return undefined;
+      }
+    }
+
+    showDetails();
+    // Live until ended or idle; continue as new when the history grows (Temporal's suggestion, or the test threshold).
+    for (;;) {
+      const seen = activity;
+      const woke = await condition(
+        () =>
+          state.closed ||
+          activity !== seen ||
+          workflowInfo().continueAsNewSuggested ||
+          (options.continueAsNewAfter !== undefined && admissionsThisRun >= options.continueAsNewAfter),
+        limits().idleTimeoutMs,
+      );
+      if (!woke) {
+        state.closed = true;
+        state.closedReason = 'idle';
+        showDetails();
+      }
+      if (state.closed) break;
+      const growing =
+        workflowInfo().continueAsNewSuggested ||
+        (options.continueAsNewAfter !== undefined && admissionsThisRun >= options.continueAsNewAfter);
+      if (growing) {
+        // Continue-as-new aborts unfinished updates: let every admission in flight finish first.
+        await condition(() => allHandlersFinished() && !busy);
+        await continueAsNew<typeof toolSession>({
+          session: input.session,
+          carried: {
+            ...state,
+            recentAdmissions: [...recentAdmissions.entries()],
+            generation: state.generation + 1,
+          },
+        });
+      }
+    }
+    await condition(allHandlersFinished);
+    return stats();
+  };
+}
