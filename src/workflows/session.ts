@@ -24,7 +24,10 @@ import { durationMs } from './tool-call';
 
 /** Options of the session workflow, fixed in the user's workflows module. */
 export interface SessionWorkflowOptions {
-  /** Continue as new after this many admissions in one run (besides Temporal's own suggestion). */
+  /**
+   * Continue as new after this many admissions in one run, besides Temporal's own suggestion
+   * (default 1,000: well inside the 2,000 updates one run may take).
+   */
   continueAsNewAfter?: number;
 }
 
@@ -55,6 +58,7 @@ const defaults = { stepBudget: 10, loopLimit: 3, circuitThreshold: 3, idleTimeou
  * of it when its history grows. Calls are not its children: a call waiting for approval outlives it.
  */
 export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
+  const continueAsNewAfter = options.continueAsNewAfter ?? 1_000;
   return async function toolSession(input: SessionInput): Promise<SessionStats> {
     const carried = input.carried;
     const state = {
@@ -278,7 +282,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
           state.closed ||
           activity !== seen ||
           workflowInfo().continueAsNewSuggested ||
-          (options.continueAsNewAfter !== undefined && admissionsThisRun >= options.continueAsNewAfter),
+          admissionsThisRun >= continueAsNewAfter,
         limits().idleTimeoutMs,
       );
       if (!woke) {
@@ -287,9 +291,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         showDetails();
       }
       if (state.closed) break;
-      const growing =
-        workflowInfo().continueAsNewSuggested ||
-        (options.continueAsNewAfter !== undefined && admissionsThisRun >= options.continueAsNewAfter);
+      const growing = workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
       if (growing) {
         // Continue-as-new aborts unfinished updates: let every admission in flight finish first.
         await condition(() => allHandlersFinished() && !busy);

@@ -9,6 +9,7 @@ export const testCallers = [
   'cautious-bot',
   'loopy-bot',
   'thrifty-bot',
+  'sleepy-bot',
 ] as const;
 /** The approvers the tests' harness generates keys for. */
 export const testApprovers = ['alice', 'bob', 'carol', 'dave'] as const;
@@ -58,6 +59,12 @@ export const testPolicy: PolicyFileInput = {
       tools: ['get_order'],
       autonomy: 'read',
       session: { loopLimit: 2 },
+    },
+    'sleepy-bot': {
+      publicKey: 'callers/sleepy-bot.pub',
+      tools: ['get_order'],
+      autonomy: 'read',
+      session: { idleTimeout: '1s' },
     },
     'thrifty-bot': {
       publicKey: 'callers/thrifty-bot.pub',

@@ -147,6 +147,15 @@ describe('session end and authentication', () => {
     expect(after).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
   });
 
+  it('ends a session that stays idle past its timeout, and it stays ended', async () => {
+    expect((await read('sleepy-bot')).ok).toBe(true);
+    await expect
+      .poll(async () => (await harness.client.sessionStats(session)).closed, { timeout: 10_000 })
+      .toBe(true);
+    expect((await harness.client.sessionStats(session)).closedReason).toBe('idle');
+    expect(await read('sleepy-bot', 'ORD-1002')).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
+  });
+
   it('lets a call pending approval outlive its session and execute once when approved', async () => {
     const pending = await refund({}, 'support-bot');
     expect(pending.code).toBe('APPROVAL_PENDING');
