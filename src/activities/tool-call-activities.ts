@@ -19,6 +19,18 @@ export type CheckOutcome =
 
 export type { ExecutionApproval };
 
+/** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
+export interface ToolCapabilities {
+  check: boolean;
+  preview: boolean;
+  verify: boolean;
+}
+
+/** The policy snapshot a call records, with what this worker's implementations can do. */
+export interface CallSnapshot extends CallerPolicySnapshot {
+  capabilities?: Record<string, ToolCapabilities>;
+}
+
 /** What the executor receives: the call, its caller and run, and the approval it carries to the minter. */
 export interface ExecutionInput extends ToolCallActivityInput {
   caller: string;
@@ -50,6 +62,16 @@ export interface ToolCallActivityDependencies {
  */
 export function createToolCallActivities(dependencies: ToolCallActivityDependencies) {
   const byName = new Map(dependencies.tools.map((tool) => [tool.contract.name, tool]));
+  const capabilities: Record<string, ToolCapabilities> = Object.fromEntries(
+    dependencies.tools.map((tool) => [
+      tool.contract.name,
+      {
+        check: tool.implementation.check !== undefined,
+        preview: tool.implementation.preview !== undefined,
+        verify: tool.implementation.verify !== undefined,
+      },
+    ]),
+  );
   const toolNamed = (name: string): ImplementedTool => {
     const tool = byName.get(name);
     if (!tool) {
@@ -95,8 +117,8 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
 
   return {
     /** Reads the caller's part of the current policy; run as a local activity so its answer is in history. */
-    async loadCallerPolicy(input: { caller: string }): Promise<CallerPolicySnapshot> {
-      return dependencies.policy().snapshotFor(input.caller);
+    async loadCallerPolicy(input: { caller: string }): Promise<CallSnapshot> {
+      return { ...dependencies.policy().snapshotFor(input.caller), capabilities };
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */

@@ -17,7 +17,7 @@ import {
 import type { CheckOutcome, ExecutionApproval, ToolCallActivities } from '../activities/tool-call-activities';
 import type { AuditRecord } from '../audit/audit-store';
 import { evaluatePolicy } from '../policy/evaluate-policy';
-import type { CallerPolicySnapshot } from '../policy/load-policy';
+import type { CallSnapshot } from '../activities/tool-call-activities';
 import type { DecisionRefusalCode } from '../shared/codes';
 import type { SignedDecision } from '../shared/approval';
 import { approvalNonce } from '../shared/approval';
@@ -105,7 +105,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       decisions: [],
     };
     const record: Partial<AuditRecord> = {};
-    let policy: CallerPolicySnapshot | undefined;
+    let policy: CallSnapshot | undefined;
     let round: ApprovalRound | undefined;
     let authenticated = false;
 
@@ -319,7 +319,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         return reject(verdict.code, verdict.message, { effect: 'none', data: verdict.data });
 
       const retry = { ...baseRetry, ...contract.retry };
-      const activities = proxyActivities<ToolCallActivities>({
+      const activityOptions = {
         startToCloseTimeout: retry.attemptTimeoutMs,
         retry: {
           maximumAttempts: retry.maximumAttempts,
@@ -327,7 +327,16 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
           maximumInterval: retry.maximumIntervalMs,
           backoffCoefficient: retry.backoffCoefficient,
         },
-      });
+      };
+      const activities = proxyActivities<ToolCallActivities>(activityOptions);
+      // Read-only steps (checks, previews, read-backs, and a read tool's execution) run as local
+      // activities: same retries, no server round trip each. Runs recorded before this replay as they ran.
+      const readSteps = patched('local-read-steps')
+        ? proxyLocalActivities<ToolCallActivities>(activityOptions)
+        : activities;
+      const executor = contract.effect === 'read' ? readSteps : activities;
+      // What the implementation has (recorded with the policy): a step it lacks costs nothing.
+      const has = snapshot.capabilities?.[contract.name] ?? { check: true, preview: true, verify: true };
       const activityInput = { tool: contract.name, callId, args };
 
       // Step 6: business checks (read-only).
@@ -357,7 +366,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       let output: unknown;
       let confirmedAfterLoss = false;
       try {
-        output = (await activities.executeToolCall(executionInput)).output;
+        output = (await executor.executeToolCall(executionInput)).output;
       } catch (error) {
         const failure = failureOf(error);
         if (failure.type === 'TOOL_REJECTED') {
@@ -412,9 +421,10 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
           { effect },
         );
       }
-      let verification: CheckOutcome;
+      let verification: CheckOutcome = { ok: true };
       try {
-        verification = await activities.verifyToolEffect({ ...activityInput, output: outputCheck.data });
+        if (has.verify)
+          verification = await readSteps.verifyToolEffect({ ...activityInput, output: outputCheck.data });
       } catch {
         verification = {
           ok: false,
@@ -441,9 +451,9 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       async function runChecks(): Promise<ToolResult | undefined> {
         state.stage = 'checking';
         setCurrentDetails(`${summary}: checking`);
-        let check: CheckOutcome;
+        let check: CheckOutcome = { ok: true };
         try {
-          check = await activities.checkToolCall(activityInput);
+          if (has.check) check = await readSteps.checkToolCall(activityInput);
         } catch (error) {
           return unavailable({ error, contract: contract!, effect: 'none' });
         }
@@ -462,7 +472,8 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
 
       async function preview(): Promise<{ preview: Record<string, unknown> } | { result: ToolResult }> {
         try {
-          return await activities.previewToolCall(activityInput);
+          if (!has.preview) return { preview: { tool: contract!.name, arguments: args } };
+          return await readSteps.previewToolCall(activityInput);
         } catch (error) {
           return { result: unavailable({ error, contract: contract!, effect: 'none' }) };
         }
@@ -716,7 +727,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       };
     }
 
-    async function loadPolicy(): Promise<CallerPolicySnapshot | undefined> {
+    async function loadPolicy(): Promise<CallSnapshot | undefined> {
       try {
         return await proxyLocalActivities<ToolCallActivities>({
           startToCloseTimeout: '5s',
@@ -799,8 +810,12 @@ function intentConflict(input: { proposal: Proposal; callId: string }): ToolResu
 }
 
 function failureOf(error: unknown): { type?: string; message?: string; details?: unknown[] } {
-  const cause = (error as { cause?: { type?: string; message?: string; details?: unknown[] } } | undefined)
-    ?.cause;
+  // An activity's failure arrives wrapped in an ActivityFailure; a local activity's arrives as itself.
+  const failure = error as
+    { type?: unknown; message?: string; details?: unknown[]; cause?: unknown } | undefined;
+  if (typeof failure?.type === 'string')
+    return failure as { type: string; message?: string; details?: unknown[] };
+  const cause = failure?.cause as { type?: string; message?: string; details?: unknown[] } | undefined;
   return cause ?? {};
 }
 

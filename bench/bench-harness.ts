@@ -1,0 +1,290 @@
+// Starts everything the bench measures, on loopback only: one Temporal dev server, the orders
+// service, the toolgate worker and the bare worker (each in its own process), a client and the
+// approvals admin. `stop()` ends all of it, in reverse order, whatever failed on the way.
+import type { ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client, Connection } from '@temporalio/client';
+import { ordersContracts } from '../examples/orders/orders-contracts';
+import type { OrdersProcess } from '../examples/orders/service/orders-process';
+import { startOrdersProcess } from '../examples/orders/service/orders-process';
+import { ApprovalAdmin } from '../src/admin/approvals';
+import type { AuditStore } from '../src/audit/audit-store';
+import { openSqliteAuditStore } from '../src/audit/audit-store';
+import { ToolGateClient } from '../src/client';
+import { prepareNamespace, startDevServer } from '../src/dev/dev-server';
+import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../src/keys/key-files';
+import type { LoadedPolicy } from '../src/policy/load-policy';
+import { checkPolicy } from '../src/policy/load-policy';
+import type { ToolRegistry } from '../src/tools/tool-registry';
+import { createToolRegistry } from '../src/tools/tool-registry';
+import { benchApprover, benchCallers, benchPolicy } from './bench-policy';
+import type { BenchWorkerConfig, ChildMessage, ParentMessage } from './worker-protocol';
+import { benchWorkerConfigVariable } from './worker-protocol';
+
+/** The repository root: the bench runs the code that is checked out there, whatever its state. */
+export const projectRoot = resolve(__dirname, '..');
+
+const workerReadyTimeoutMs = 180_000;
+const workerStopTimeoutMs = 20_000;
+
+/** A worker process of the bench (see bench-worker.ts). */
+export interface WorkerChild {
+  pid: number | undefined;
+  /** Starts a new peak window; resolves with the resident memory now. */
+  markRss(): Promise<{ currentBytes: number }>;
+  /** The peak resident memory since the last mark (sampled every 100 ms). */
+  readRss(): Promise<{ currentBytes: number; peakBytes: number; samples: number }>;
+  stop(): Promise<void>;
+}
+
+/** Everything a bench run talks to. */
+export interface BenchHarness {
+  temporal: Client;
+  client: ToolGateClient;
+  admin: ApprovalAdmin;
+  orders: OrdersProcess;
+  registry: ToolRegistry;
+  policy: LoadedPolicy;
+  approverKey: KeyObject;
+  toolgateTaskQueue: string;
+  bareTaskQueue: string;
+  toolgateWorker: WorkerChild;
+  bareWorker: WorkerChild;
+  /** Stops everything that was started; safe to call more than once and concurrently. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the bench's parts. A failed start stops what had started before it throws; so does
+ * `stop()` of the returned harness.
+ */
+export async function startBenchHarness(input: {
+  log: (line: string) => void;
+  /** Receives `stop` at once, so that an interrupt during the start can stop what has started. */
+  exposeStop?: (stop: () => Promise<void>) => void;
+}): Promise<BenchHarness> {
+  const { log } = input;
+  const cleanups: (() => unknown)[] = [];
+  let stopping: Promise<void> | undefined;
+  let stopped = false;
+  const runCleanup = async (cleanup: () => unknown): Promise<void> => {
+    try {
+      await cleanup();
+    } catch (error) {
+      log(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      // Reverse order; what finishes starting while this runs is picked up too.
+      while (cleanups.length > 0) await runCleanup(cleanups.pop()!);
+      stopped = true;
+    })());
+  // Something that finished starting after stop() ended is stopped at once.
+  const track = (cleanup: () => unknown): void => {
+    if (stopped) void runCleanup(cleanup);
+    else cleanups.push(cleanup);
+  };
+  input.exposeStop?.(stop);
+  try {
+    return await startParts();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  async function startParts(): Promise<BenchHarness> {
+    const directory = mkdtempSync(join(tmpdir(), 'toolgate-bench-'));
+    track(() => rmSync(directory, { recursive: true, force: true }));
+    const keysDirectory = join(directory, 'keys');
+    for (const name of Object.values(benchCallers))
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
+    generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'approver', name: benchApprover } });
+    const minterKeys = generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'minter' } });
+    const registry = createToolRegistry({ tools: ordersContracts });
+    const policy = checkPolicy({ source: 'bench policy', value: benchPolicy, registry, keysDirectory });
+
+    const server = await startDevServer({
+      projectRoot,
+      headless: true,
+      log: (line) => log(`temporal: ${line}`),
+    });
+    track(() => server.stop());
+    const connection = await Connection.connect({ address: server.address });
+    track(() => connection.close());
+    await prepareNamespace({ connection, namespace: server.namespace });
+
+    log('starting the orders service');
+    const orders = await startOrdersProcess({ allowReset: true, minterPublicKeyPath: minterKeys.publicKey });
+    track(() => orders.stop());
+
+    const auditPath = join(directory, 'audit.sqlite');
+    const toolgateTaskQueue = `bench-toolgate-${randomUUID()}`;
+    const bareTaskQueue = `bench-bare-${randomUUID()}`;
+    log('starting the toolgate worker and the bare worker (each bundles its workflows)');
+    const workers = await Promise.allSettled([
+      startWorkerChild({
+        config: {
+          kind: 'toolgate',
+          address: server.address,
+          taskQueue: toolgateTaskQueue,
+          ordersUrl: orders.url,
+          keysDirectory,
+          policy: benchPolicy,
+          minterPrivateKeyPath: minterKeys.privateKey,
+          auditPath,
+        },
+        log,
+      }),
+      startWorkerChild({
+        config: { kind: 'bare', address: server.address, taskQueue: bareTaskQueue, ordersUrl: orders.url },
+        log,
+      }),
+    ]);
+    for (const started of workers) {
+      if (started.status === 'fulfilled') track(() => started.value.stop());
+    }
+    const [toolgateWorker, bareWorker] = workers.map((started) => {
+      if (started.status === 'rejected') throw started.reason;
+      return started.value;
+    }) as [WorkerChild, WorkerChild];
+
+    const audit: AuditStore = openSqliteAuditStore({ path: auditPath });
+    track(() => audit.close());
+    const temporal = new Client({ connection, namespace: server.namespace });
+    const privateKeys = new Map<string, KeyObject>();
+    const callerKey = (caller: string): KeyObject | undefined => {
+      if (!Object.values<string>(benchCallers).includes(caller)) return undefined;
+      let key = privateKeys.get(caller);
+      if (!key) {
+        key = readPrivateKey(
+          keyPaths({ directory: keysDirectory, owner: { kind: 'caller', name: caller } }).privateKey,
+        );
+        privateKeys.set(caller, key);
+      }
+      return key;
+    };
+    const client = new ToolGateClient({
+      client: temporal,
+      tools: ordersContracts,
+      taskQueue: toolgateTaskQueue,
+      policy,
+      callerKey,
+    });
+    const admin = new ApprovalAdmin({ client: temporal, audit, taskQueue: toolgateTaskQueue });
+    const approverKey = readPrivateKey(
+      keyPaths({ directory: keysDirectory, owner: { kind: 'approver', name: benchApprover } }).privateKey,
+    );
+    return {
+      temporal,
+      client,
+      admin,
+      orders,
+      registry,
+      policy,
+      approverKey,
+      toolgateTaskQueue,
+      bareTaskQueue,
+      toolgateWorker,
+      bareWorker,
+      stop,
+    };
+  }
+}
+
+/** Forks bench-worker.ts and resolves once its worker polls; a failed start leaves no process. */
+async function startWorkerChild(input: {
+  config: BenchWorkerConfig;
+  log: (line: string) => void;
+}): Promise<WorkerChild> {
+  const { config, log } = input;
+  const name = `${config.kind} worker`;
+  const child: ChildProcess = fork(join(__dirname, 'bench-worker.ts'), [], {
+    cwd: projectRoot,
+    // `node --import tsx` so that the pid is the worker itself (no wrapper between us).
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, [benchWorkerConfigVariable]: JSON.stringify(config) },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+  const exited = new Promise<void>((resolveExit) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolveExit();
+    child.once('exit', () => resolveExit());
+    child.once('error', () => {
+      if (child.pid === undefined) resolveExit();
+    });
+  });
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream) createInterface({ input: stream }).on('line', (line) => log(`${name}: ${line}`));
+  }
+
+  let nextId = 1;
+  const waiting = new Map<number, (message: Extract<ChildMessage, { type: 'rss' }>) => void>();
+  child.on('message', (message: ChildMessage) => {
+    if (message.type !== 'rss') return;
+    waiting.get(message.id)?.(message);
+    waiting.delete(message.id);
+  });
+  const ask = (type: 'rss-mark' | 'rss-read') =>
+    new Promise<Extract<ChildMessage, { type: 'rss' }>>((resolveAnswer, reject) => {
+      if (!child.connected) return reject(new Error(`the ${name} is not running`));
+      const id = nextId++;
+      waiting.set(id, resolveAnswer);
+      child.send({ type, id } satisfies ParentMessage);
+    });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (child.connected) child.send({ type: 'stop' } satisfies ParentMessage);
+      else child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), workerStopTimeoutMs);
+      await exited;
+      clearTimeout(timer);
+      process.removeListener('exit', killOnExit);
+    })());
+
+  try {
+    await new Promise<void>((resolveReady, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`the ${name} was not ready within ${workerReadyTimeoutMs / 1000} s`)),
+        workerReadyTimeoutMs,
+      );
+      child.on('message', (message: ChildMessage) => {
+        if (message.type === 'ready') {
+          clearTimeout(timer);
+          resolveReady();
+        } else if (message.type === 'failed') {
+          clearTimeout(timer);
+          reject(new Error(`the ${name} failed to start: ${message.message}`));
+        }
+      });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`the ${name} exited before it was ready (code ${String(child.exitCode)})`));
+      });
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  log(`${name} ready (pid ${String(child.pid)})`);
+  return {
+    pid: child.pid,
+    markRss: async () => ({ currentBytes: (await ask('rss-mark')).currentBytes }),
+    readRss: async () => {
+      const { currentBytes, peakBytes, samples } = await ask('rss-read');
+      return { currentBytes, peakBytes, samples };
+    },
+    stop,
+  };
+}

@@ -1,0 +1,126 @@
+// A worker process of the bench: the toolgate worker or the bare baseline's worker, alone in its
+// process so that its resident memory is its own. The parent (bench-harness.ts) forks it, talks to
+// it over IPC and stops it; it also stops by itself when the parent goes away.
+import { join, resolve } from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createOrdersTools } from '../examples/orders/orders-implementations';
+import { ordersContracts } from '../examples/orders/orders-contracts';
+import { openSqliteAuditStore } from '../src/audit/audit-store';
+import { createCredentialMinter } from '../src/keys/credential-minter';
+import { readPrivateKey } from '../src/keys/key-files';
+import { checkPolicy } from '../src/policy/load-policy';
+import { createToolRegistry } from '../src/tools/tool-registry';
+import { createToolGateWorker } from '../src/worker';
+import { createBareActivities } from './bare-activities';
+import type { BenchWorkerConfig, ChildMessage, ParentMessage } from './worker-protocol';
+import { benchWorkerConfigVariable, rssSampleIntervalMs } from './worker-protocol';
+
+const projectRoot = resolve(__dirname, '..');
+const shutdownGraceMs = 15_000;
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.env[benchWorkerConfigVariable] ?? 'null') as BenchWorkerConfig | null;
+  if (!config || !process.send) throw new Error('bench-worker.ts is started by the bench, not by hand');
+  const send = (message: ChildMessage): void => {
+    if (process.connected) process.send?.(message);
+  };
+  // Rejections close runs as failed, which the SDK logs at WARN for every one: keep the output readable.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+
+  const closers: (() => unknown)[] = [];
+  const connection = await NativeConnection.connect({ address: config.address });
+  closers.push(() => connection.close());
+  let worker: Worker;
+  try {
+    worker = await createWorker(config, connection, closers);
+  } catch (error) {
+    for (const close of closers.reverse()) await close();
+    throw error;
+  }
+  const running = worker.run();
+
+  // Peak resident memory since the last mark, sampled on a timer.
+  let peakBytes = process.memoryUsage.rss();
+  let samples = 0;
+  const sampler = setInterval(() => {
+    peakBytes = Math.max(peakBytes, process.memoryUsage.rss());
+    samples++;
+  }, rssSampleIntervalMs);
+
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    // A worker that cannot drain (its server gone) must not keep the process alive.
+    setTimeout(() => process.exit(1), shutdownGraceMs).unref();
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  process.on('message', (message: ParentMessage) => {
+    if (message.type === 'stop') return stop();
+    const currentBytes = process.memoryUsage.rss();
+    peakBytes = Math.max(peakBytes, currentBytes);
+    send({ type: 'rss', id: message.id, currentBytes, peakBytes, samples });
+    if (message.type === 'rss-mark') {
+      peakBytes = currentBytes;
+      samples = 0;
+    }
+  });
+  // The parent went away (ended, killed): nobody will ever tell us to stop.
+  process.on('disconnect', stop);
+  send({ type: 'ready' });
+
+  try {
+    await running;
+  } finally {
+    clearInterval(sampler);
+    for (const close of closers.reverse()) await close();
+    if (process.connected) process.disconnect();
+  }
+}
+
+async function createWorker(
+  config: BenchWorkerConfig,
+  connection: NativeConnection,
+  closers: (() => unknown)[],
+): Promise<Worker> {
+  switch (config.kind) {
+    case 'bare':
+      return Worker.create({
+        connection,
+        taskQueue: config.taskQueue,
+        workflowsPath: join(__dirname, 'bare-workflows.ts'),
+        activities: createBareActivities({ ordersUrl: config.ordersUrl }),
+      });
+    case 'toolgate': {
+      const registry = createToolRegistry({ tools: ordersContracts });
+      const policy = checkPolicy({
+        source: 'bench policy',
+        value: config.policy,
+        registry,
+        keysDirectory: config.keysDirectory,
+      });
+      const audit = openSqliteAuditStore({ path: config.auditPath });
+      closers.push(() => audit.close());
+      return createToolGateWorker({
+        connection,
+        taskQueue: config.taskQueue,
+        workflowsPath: join(projectRoot, 'examples', 'orders', 'workflows.ts'),
+        tools: createOrdersTools({ ordersUrl: config.ordersUrl }),
+        policy,
+        audit,
+        minter: createCredentialMinter({
+          privateKey: readPrivateKey(config.minterPrivateKeyPath),
+          policy: () => policy,
+        }),
+      });
+    }
+  }
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  if (process.connected) process.send?.({ type: 'failed', message } satisfies ChildMessage);
+  process.stderr.write(`${message}\n`);
+  process.exitCode = 1;
+  if (process.connected) process.disconnect();
+});

@@ -1,0 +1,567 @@
+// `npm run bench [-- --quick]`: what a call costs through toolgate, against the bare Temporal
+// baseline, on one dev server in one run. Scenarios run interleaved (round-robin batches) so that
+// drift on a shared machine hits all of them alike. Prints a table, writes bench/results.json and
+// bench/report.html. Progress goes to stderr; everything started is stopped on exit, error or Ctrl-C.
+import { execFileSync } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { format, resolveConfig } from 'prettier';
+import { sessionWorkflowId } from '../src/shared/session';
+import type { BenchHarness } from './bench-harness';
+import { projectRoot, startBenchHarness } from './bench-harness';
+import { benchCallers } from './bench-policy';
+import { rssSampleIntervalMs } from './worker-protocol';
+import type { HistoryCounts } from './history-counts';
+import { countHistory } from './history-counts';
+import { pureCases, timePurePipeline } from './pure-pipeline';
+import type { BenchResults, LatencyResult, MemoryResult, PureResult, ThroughputResult } from './report';
+import { formatTable, latencyRatios, renderHtml } from './report';
+import type { DecisionTimings, SimulatedCaller } from './scenarios';
+import {
+  bareCaller,
+  callsPerSession,
+  decisionToEffect,
+  governedReader,
+  governedRejecter,
+  readOrderId,
+  refundableAfterReset,
+} from './scenarios';
+import { summarize } from './stats';
+
+interface Plan {
+  /** Untimed calls of each scenario before measuring. */
+  warmup: number;
+  /** Round-robin rounds of the one-call-at-a-time scenarios. */
+  rounds: number;
+  /** Calls of each scenario per round. */
+  batch: number;
+  /** Approved refunds per round. */
+  decisionBatch: number;
+  /** Rounds over every (scenario, callers) throughput phase. */
+  throughputRounds: number;
+  /** Length of one throughput phase. */
+  phaseSeconds: number;
+  levels: number[];
+  /** Pure-pipeline iterations of each case per round. */
+  pureIterations: number;
+}
+
+const plans: Record<BenchResults['mode'], Plan> = {
+  quick: {
+    warmup: 3,
+    rounds: 4,
+    batch: 8,
+    decisionBatch: 2,
+    throughputRounds: 1,
+    phaseSeconds: 2,
+    levels: [1, 10, 50],
+    pureIterations: 1000,
+  },
+  full: {
+    warmup: 10,
+    rounds: 10,
+    batch: 25,
+    decisionBatch: 5,
+    throughputRounds: 3,
+    phaseSeconds: 6,
+    levels: [1, 10, 50],
+    pureIterations: 5000,
+  },
+};
+
+/** Each approved refund takes this much from ORD-1003 (an `irreversible` refund: one approval). */
+const approvedRefundCents = 100;
+const benchDirectory = __dirname;
+const startedClock = performance.now();
+
+function log(line: string): void {
+  const seconds = ((performance.now() - startedClock) / 1000).toFixed(1);
+  process.stderr.write(`[bench ${seconds.padStart(6)} s] ${line}\n`);
+}
+
+function errorCode(error: unknown): string {
+  if (error instanceof Error) return error.name === 'Error' ? error.message.slice(0, 80) : error.name;
+  return String(error);
+}
+
+/** Samples of one scenario, and what did not answer as expected. */
+class Series {
+  readonly samples: number[] = [];
+  errors = 0;
+  readonly errorCodes: Record<string, number> = {};
+
+  constructor(
+    readonly id: string,
+    readonly label: string,
+    readonly kind: LatencyResult['kind'],
+  ) {}
+
+  add(milliseconds: number): void {
+    this.samples.push(milliseconds);
+  }
+
+  fail(code: string): void {
+    this.errors++;
+    this.errorCodes[code] = (this.errorCodes[code] ?? 0) + 1;
+  }
+
+  result(): LatencyResult {
+    return {
+      id: this.id,
+      label: this.label,
+      kind: this.kind,
+      summary: summarize(this.samples),
+      errors: this.errors,
+      errorCodes: this.errorCodes,
+      samples: this.samples.map((value) => Math.round(value * 1000) / 1000),
+    };
+  }
+}
+
+/** Times one call of a simulated caller into a series (the untimed `prepare` first). */
+async function timeOne(caller: SimulatedCaller, series: Series | undefined): Promise<void> {
+  try {
+    await caller.prepare();
+    const started = performance.now();
+    const outcome = await caller.call();
+    const elapsed = performance.now() - started;
+    if (outcome.ok) series?.add(elapsed);
+    else series?.fail(outcome.code);
+  } catch (error) {
+    series?.fail(errorCode(error));
+  }
+}
+
+/** `callers` simulated callers, each calling back to back for `seconds`; counts the calls finished in time. */
+async function closedLoop(input: { callers: number; seconds: number; make: () => SimulatedCaller }): Promise<{
+  calls: number;
+  samples: number[];
+  errors: number;
+  errorCodes: Record<string, number>;
+}> {
+  const series = new Series('load', 'load', 'governed');
+  const started = performance.now();
+  const deadline = started + input.seconds * 1000;
+  let calls = 0;
+  await Promise.all(
+    Array.from({ length: input.callers }, async () => {
+      const caller = input.make();
+      while (performance.now() < deadline) {
+        try {
+          await caller.prepare();
+          if (performance.now() >= deadline) break;
+          const callStarted = performance.now();
+          const outcome = await caller.call();
+          const finished = performance.now();
+          // A call that finishes after the window is drained, not counted.
+          if (finished > deadline) break;
+          if (outcome.ok) {
+            calls++;
+            series.add(finished - callStarted);
+          } else series.fail(outcome.code);
+        } catch (error) {
+          series.fail(errorCode(error));
+        }
+      }
+      await caller.close().catch((error: unknown) => series.fail(`close: ${errorCode(error)}`));
+    }),
+  );
+  return { calls, samples: series.samples, errors: series.errors, errorCodes: series.errorCodes };
+}
+
+function gitInfo(): { commit: string; workingTree: BenchResults['workingTree'] } {
+  const git = (args: string[]): string =>
+    execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  try {
+    const commit = git(['rev-parse', 'HEAD']).trim();
+    const changedFiles = git(['status', '--porcelain'])
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => line.slice(3));
+    const diff = git(['diff', 'HEAD']);
+    return {
+      commit,
+      workingTree: {
+        dirty: changedFiles.length > 0,
+        changedFiles,
+        diffSha256: diff === '' ? null : createHash('sha256').update(diff).digest('hex'),
+      },
+    };
+  } catch {
+    return { commit: 'unknown', workingTree: { dirty: false, changedFiles: [], diffSha256: null } };
+  }
+}
+
+function parseMode(argv: readonly string[]): BenchResults['mode'] | 'help' {
+  let mode: BenchResults['mode'] = 'full';
+  for (const argument of argv) {
+    if (argument === '--quick') mode = 'quick';
+    else if (argument === '--help' || argument === '-h') return 'help';
+    else throw new Error(`unknown argument ${argument}; use --quick or nothing (see --help)`);
+  }
+  return mode;
+}
+
+const usage = `npm run bench [-- --quick]
+
+Measures toolgate against a bare Temporal baseline on a local dev server (loopback only):
+latency one call at a time, closed-loop throughput at 1, 10 and 50 callers, the pure pipeline,
+round trips read from histories and the worker's peak memory. Prints a table and writes
+bench/results.json and bench/report.html. --quick finishes in under a minute.`;
+
+let interrupted = false;
+
+async function main(): Promise<void> {
+  const mode = parseMode(process.argv.slice(2));
+  if (mode === 'help') {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  const plan = plans[mode];
+  const startedAt = new Date().toISOString();
+  const git = gitInfo();
+  log(`${mode} mode; commit ${git.commit.slice(0, 12)}${git.workingTree.dirty ? ' + uncommitted changes' : ''}`);
+
+  let stopHarness: (() => Promise<void>) | undefined;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      if (interrupted) {
+        log('second interrupt: exiting now (the processes started are killed on exit)');
+        process.exit(130);
+      }
+      interrupted = true;
+      log(`${signal}: stopping everything the bench started`);
+      void (stopHarness?.() ?? Promise.resolve()).finally(() => process.exit(130));
+    });
+  }
+
+  const harness = await startBenchHarness({
+    log,
+    exposeStop: (stop) => {
+      stopHarness = stop;
+    },
+  });
+  try {
+    const setupSeconds = (performance.now() - startedClock) / 1000;
+    const measured = await measure({ harness, plan });
+    const durationSeconds = (performance.now() - startedClock) / 1000;
+    const results: BenchResults = {
+      mode,
+      startedAt,
+      durationSeconds,
+      setupSeconds,
+      commit: git.commit,
+      workingTree: git.workingTree,
+      machine: {
+        cores: cpus().length,
+        cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+        totalMemoryMb: Math.round(totalmem() / 2 ** 20),
+        platform: `${process.platform} ${process.arch}`,
+        node: process.version,
+      },
+      plan: { ...plan, callsPerSession, approvedRefundCents, rssSampleIntervalMs },
+      latency: measured.latency,
+      ratios: latencyRatios(measured.latency),
+      throughput: measured.throughput,
+      pure: measured.pure,
+      roundTrips: measured.roundTrips,
+      memory: measured.memory,
+      notes: notesFor(git.workingTree.dirty),
+    };
+    const table = formatTable(results);
+    process.stdout.write(`\n${table}\n\n`);
+    const resultsPath = join(benchDirectory, 'results.json');
+    writeFileSync(resultsPath, `${JSON.stringify(results, null, 2)}\n`);
+    const reportPath = join(benchDirectory, 'report.html');
+    const html = renderHtml({ results, table, loadSamples: measured.loadSamples });
+    const prettierOptions = (await resolveConfig(reportPath)) ?? {};
+    writeFileSync(reportPath, await format(html, { ...prettierOptions, parser: 'html' }));
+    log(`wrote bench/results.json and bench/report.html; ${mode} run took ${durationSeconds.toFixed(1)} s`);
+  } finally {
+    log('stopping the workers, the orders service and the Temporal server');
+    await harness.stop();
+  }
+}
+
+function notesFor(dirty: boolean): string[] {
+  const notes = [
+    `Governed calls go through ToolGateClient.call (session admission + call update-with-start) in conversations of ${callsPerSession} calls; ` +
+      'the full session is then ended (untimed one call at a time; inside the window under load).',
+    'Bare calls: client.workflow.execute (start + result) of a workflow whose one activity (or local activity) reads ' +
+      `GET /orders/${readOrderId} through createOrdersApiClient; its worker has its own process and task queue.`,
+    'Approval rows: a refund of 100 cents on ORD-1003 by a caller whose autonomy is below it; "visible" polls the ' +
+      'orders service by key every ~1 ms; "committed" compares the refund createdAt (ms) with the bench clock when ' +
+      'decide() returned (negative: committed before the approver saw the acceptance).',
+    'Pure pipeline: capProposal + parseArguments + validateArguments + deriveCallId + evaluatePolicy in this process ' +
+      '(plain Node, not the workflow sandbox).',
+    'Workers use default worker options; resident memory is each worker process alone, sampled every ' +
+      `${rssSampleIntervalMs} ms; peak during the 50-caller phases.`,
+  ];
+  if (dirty) notes.push('The working tree had uncommitted changes: results.json lists them and a digest of the diff.');
+  return notes;
+}
+
+interface Measured {
+  latency: LatencyResult[];
+  throughput: ThroughputResult[];
+  loadSamples: { scenario: ThroughputResult['scenario']; label: string; callers: number; samples: number[] }[];
+  pure: PureResult[];
+  roundTrips: HistoryCounts[];
+  memory: MemoryResult[];
+}
+
+async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Measured> {
+  const { harness, plan } = input;
+  const series = {
+    bareActivity: new Series('bare-activity', 'bare workflow, 1 activity', 'bare'),
+    bareLocal: new Series('bare-local', 'bare workflow, 1 local activity', 'bare'),
+    governedRead: new Series('governed-read', 'governed read (get_order)', 'governed'),
+    governedReject: new Series('governed-reject', 'governed rejection (INVALID_ARGUMENTS)', 'governed'),
+    pending: new Series('approval-pending', 'refund proposed -> APPROVAL_PENDING', 'approval'),
+    decide: new Series('approval-decide', 'ApprovalAdmin.decide -> accepted', 'approval'),
+    visible: new Series('approval-visible', 'decision -> refund visible (polled)', 'approval'),
+    committed: new Series('approval-committed', 'decision -> refund committed (createdAt)', 'approval'),
+    result: new Series('approval-result', 'decision -> final result OK', 'approval'),
+  };
+  const callers = {
+    bareActivity: bareCaller({ harness, workflow: 'bareRead' }),
+    bareLocal: bareCaller({ harness, workflow: 'bareLocalRead' }),
+    governedRead: governedReader(harness),
+    governedReject: governedRejecter(harness),
+  };
+  let refundedSinceReset = 0;
+  const approvals = async (count: number, record: boolean): Promise<void> => {
+    if (refundedSinceReset + count * approvedRefundCents > refundableAfterReset) {
+      log('resetting the orders service (ORD-1003 is nearly fully refunded)');
+      await harness.orders.api.reset();
+      refundedSinceReset = 0;
+    }
+    for (let index = 0; index < count; index++) {
+      let timings: DecisionTimings;
+      try {
+        timings = await decisionToEffect({ harness, amountCents: approvedRefundCents });
+        refundedSinceReset += approvedRefundCents;
+      } catch (error) {
+        if (record) series.result.fail(errorCode(error));
+        continue;
+      }
+      if (!record) continue;
+      series.pending.add(timings.pendingMs);
+      series.decide.add(timings.decideMs);
+      series.visible.add(timings.visibleMs);
+      series.committed.add(timings.committedMs);
+      series.result.add(timings.resultMs);
+    }
+  };
+  const sequential: { name: string; run: (record: boolean, count: number) => Promise<void> }[] = [
+    ...(['bareActivity', 'bareLocal', 'governedRead', 'governedReject'] as const).map((key) => ({
+      name: series[key].label,
+      run: async (record: boolean, count: number) => {
+        for (let index = 0; index < count; index++) await timeOne(callers[key], record ? series[key] : undefined);
+      },
+    })),
+    { name: 'approved refunds', run: (record: boolean, count: number) => approvals(count, record) },
+  ];
+
+  log(`warm-up: ${plan.warmup} untimed calls of each scenario`);
+  for (const scenario of sequential) await scenario.run(false, scenario.name === 'approved refunds' ? 1 : plan.warmup);
+  const pureTimings = new Map<string, number[]>(pureCases.map((pureCase) => [pureCase.id, []]));
+  for (const pureCase of pureCases) {
+    timePurePipeline({
+      pureCase,
+      registry: harness.registry,
+      policy: harness.policy,
+      iterations: 2000,
+      sessionPrefix: 'warm',
+    });
+  }
+
+  for (let round = 0; round < plan.rounds; round++) {
+    // Each round starts with the next scenario, so no scenario always follows the same one.
+    const order = sequential.map((_, index) => sequential[(index + round) % sequential.length]!);
+    for (const scenario of order) {
+      await scenario.run(true, scenario.name === 'approved refunds' ? plan.decisionBatch : plan.batch);
+    }
+    for (const pureCase of pureCases) {
+      pureTimings.get(pureCase.id)!.push(
+        ...timePurePipeline({
+          pureCase,
+          registry: harness.registry,
+          policy: harness.policy,
+          iterations: plan.pureIterations,
+          sessionPrefix: `round-${round}`,
+        }),
+      );
+    }
+    const p50 = (s: Series) => summarize(s.samples).p50.toFixed(1);
+    log(
+      `latency round ${round + 1}/${plan.rounds}: p50 so far bare ${p50(series.bareActivity)} / local ${p50(series.bareLocal)} / ` +
+        `governed read ${p50(series.governedRead)} / rejection ${p50(series.governedReject)} / decision->effect ${p50(series.visible)} ms`,
+    );
+  }
+  await Promise.all(Object.values(callers).map((caller) => caller.close().catch(() => undefined)));
+
+  // Throughput, interleaved: every round visits every (callers, scenario) phase, alternating the order.
+  const throughputScenarios = [
+    { scenario: 'governed-read' as const, label: 'governed read', make: () => governedReader(harness) },
+    {
+      scenario: 'bare-activity' as const,
+      label: 'bare workflow, 1 activity',
+      make: () => bareCaller({ harness, workflow: 'bareRead' }),
+    },
+  ];
+  log('throughput warm-up: 1 s of each scenario at 10 callers');
+  for (const entry of throughputScenarios) await closedLoop({ callers: 10, seconds: 1, make: entry.make });
+  const idle = {
+    toolgate: await harness.toolgateWorker.markRss(),
+    bare: await harness.bareWorker.markRss(),
+  };
+  const peaks = { toolgate: 0, bare: 0, toolgateSamples: 0, bareSamples: 0 };
+  const maxLevel = Math.max(...plan.levels);
+  const load = new Map<string, { calls: number; seconds: number; perRound: number[]; samples: number[]; errors: number; errorCodes: Record<string, number> }>();
+  for (let round = 0; round < plan.throughputRounds; round++) {
+    for (const callers of plan.levels) {
+      const ordered = round % 2 === 0 ? throughputScenarios : [...throughputScenarios].reverse();
+      for (const entry of ordered) {
+        const worker = entry.scenario === 'governed-read' ? harness.toolgateWorker : harness.bareWorker;
+        if (callers === maxLevel) await worker.markRss();
+        const outcome = await closedLoop({ callers, seconds: plan.phaseSeconds, make: entry.make });
+        if (callers === maxLevel) {
+          const rss = await worker.readRss();
+          if (entry.scenario === 'governed-read') {
+            peaks.toolgate = Math.max(peaks.toolgate, rss.peakBytes);
+            peaks.toolgateSamples += rss.samples;
+          } else {
+            peaks.bare = Math.max(peaks.bare, rss.peakBytes);
+            peaks.bareSamples += rss.samples;
+          }
+        }
+        const key = `${entry.scenario}@${callers}`;
+        const total = load.get(key) ?? { calls: 0, seconds: 0, perRound: [], samples: [], errors: 0, errorCodes: {} };
+        total.calls += outcome.calls;
+        total.seconds += plan.phaseSeconds;
+        total.perRound.push(outcome.calls / plan.phaseSeconds);
+        total.samples.push(...outcome.samples);
+        total.errors += outcome.errors;
+        for (const [code, count] of Object.entries(outcome.errorCodes))
+          total.errorCodes[code] = (total.errorCodes[code] ?? 0) + count;
+        load.set(key, total);
+        log(
+          `throughput round ${round + 1}/${plan.throughputRounds}: ${entry.label}, ${callers} callers: ` +
+            `${(outcome.calls / plan.phaseSeconds).toFixed(1)} calls/s${outcome.errors > 0 ? `, ${outcome.errors} errors` : ''}`,
+        );
+      }
+    }
+  }
+  const throughput: ThroughputResult[] = [];
+  const loadSamples: Measured['loadSamples'] = [];
+  for (const callers of plan.levels) {
+    for (const entry of throughputScenarios) {
+      const total = load.get(`${entry.scenario}@${callers}`);
+      if (!total) continue;
+      throughput.push({
+        scenario: entry.scenario,
+        label: entry.label,
+        callers,
+        seconds: total.seconds,
+        calls: total.calls,
+        callsPerSecond: total.calls / total.seconds,
+        perRound: total.perRound.map((rate) => Math.round(rate * 10) / 10),
+        latency: summarize(total.samples),
+        errors: total.errors,
+        errorCodes: total.errorCodes,
+      });
+      loadSamples.push({ scenario: entry.scenario, label: entry.label, callers, samples: total.samples });
+    }
+  }
+
+  log('reading round trips from the histories of representative calls');
+  const roundTrips = await recordHistories(harness);
+
+  const megabytes = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+  return {
+    latency: Object.values(series).map((entry) => entry.result()),
+    throughput,
+    loadSamples,
+    pure: pureCases.map((pureCase) => ({
+      id: pureCase.id,
+      label: pureCase.label,
+      microseconds: summarize(pureTimings.get(pureCase.id)!),
+    })),
+    roundTrips,
+    memory: [
+      {
+        label: `toolgate worker, ${maxLevel} concurrent sessions`,
+        idleMb: megabytes(idle.toolgate.currentBytes),
+        peakMb: megabytes(peaks.toolgate),
+        samples: peaks.toolgateSamples,
+      },
+      {
+        label: `bare worker, ${maxLevel} concurrent callers`,
+        idleMb: megabytes(idle.bare.currentBytes),
+        peakMb: megabytes(peaks.bare),
+        samples: peaks.bareSamples,
+      },
+    ],
+  };
+}
+
+/** One conversation of governed reads, one rejection and one bare run of each kind, on a quiet system. */
+async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> {
+  const { client, temporal } = harness;
+  const session = `bench-history-${randomUUID()}`;
+  let callId = '';
+  for (let index = 0; index < callsPerSession; index++) {
+    const result = await client.call({
+      session,
+      caller: benchCallers.reader,
+      tool: 'get_order',
+      arguments: JSON.stringify({ order_id: readOrderId }),
+    });
+    if (result.code !== 'OK') throw new Error(`the history conversation's read answered ${result.code}`);
+    callId = result.callId;
+  }
+  const rejectSession = `bench-history-${randomUUID()}`;
+  const rejected = await client.call({
+    session: rejectSession,
+    caller: benchCallers.refunder,
+    tool: 'refund_order',
+    arguments: JSON.stringify({ order_id: readOrderId, amount_cents: 25.9, currency: 'BRL', reason: 'damaged' }),
+  });
+  const bareIds = { bareRead: `bench-history-bare-${randomUUID()}`, bareLocalRead: `bench-history-local-${randomUUID()}` };
+  for (const [workflow, workflowId] of Object.entries(bareIds)) {
+    await temporal.workflow.execute(workflow, {
+      taskQueue: harness.bareTaskQueue,
+      workflowId,
+      args: [{ orderId: readOrderId }],
+    });
+  }
+  const histories = [
+    await countHistory({ temporal, id: 'gov-call', label: 'governed read: its call run', workflowId: callId }),
+    await countHistory({
+      temporal,
+      id: 'gov-session',
+      label: `its session, per call (${callsPerSession} calls)`,
+      workflowId: sessionWorkflowId(session),
+      calls: callsPerSession,
+    }),
+    await countHistory({
+      temporal,
+      id: 'reject-call',
+      label: 'governed rejection: its call run',
+      workflowId: rejected.callId,
+    }),
+    await countHistory({ temporal, id: 'bare-act', label: 'bare, 1 activity', workflowId: bareIds.bareRead }),
+    await countHistory({ temporal, id: 'bare-local', label: 'bare, 1 local activity', workflowId: bareIds.bareLocalRead }),
+  ];
+  await Promise.all([session, rejectSession].map((id) => client.endSession(id).catch(() => undefined)));
+  return histories;
+}
+
+main().catch((error: unknown) => {
+  if (interrupted) return;
+  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,202 @@
+// The calls the bench times, each as an agent (or a bare Temporal client) would make it.
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { BenchHarness } from './bench-harness';
+import { benchApprover, benchCallers } from './bench-policy';
+import type { bareLocalRead, bareRead } from './bare-workflows';
+
+/** What one call answered: whether it is the answer the scenario expects, and its code. */
+export interface Outcome {
+  ok: boolean;
+  code: string;
+}
+
+/**
+ * One simulated caller. `prepare` does the untimed bookkeeping before a call (ending a full
+ * session and opening the next), `call` is what is timed, `close` ends what is still open.
+ */
+export interface SimulatedCaller {
+  prepare(): Promise<void>;
+  call(): Promise<Outcome>;
+  close(): Promise<void>;
+}
+
+/** A conversation's length: a new session every this many calls, the old one ended as a harness would. */
+export const callsPerSession = 8;
+
+/** The order every read asks for. */
+export const readOrderId = 'ORD-1001';
+/** The order the approved refunds are taken from (90000 BRL cents refundable after a reset). */
+export const refundOrderId = 'ORD-1003';
+export const refundableAfterReset = 90_000;
+
+/** An agent calling one tool through toolgate, in conversations of {@link callsPerSession} calls. */
+export function governedCaller(input: {
+  harness: BenchHarness;
+  caller: string;
+  tool: string;
+  arguments: string;
+  expectedCode: string;
+  label: string;
+}): SimulatedCaller {
+  const { harness } = input;
+  let session: string | undefined;
+  let used = 0;
+  const end = async (): Promise<void> => {
+    if (session === undefined) return;
+    const ended = session;
+    session = undefined;
+    await harness.client.endSession(ended, { reason: 'bench conversation over' });
+  };
+  return {
+    prepare: async () => {
+      if (used >= callsPerSession) await end();
+      if (session === undefined) {
+        session = `bench-${input.label}-${randomUUID()}`;
+        used = 0;
+      }
+    },
+    call: async () => {
+      if (session === undefined) throw new Error('prepare() opens the session before call()');
+      used++;
+      const result = await harness.client.call({
+        session,
+        caller: input.caller,
+        tool: input.tool,
+        arguments: input.arguments,
+      });
+      return { ok: result.code === input.expectedCode, code: result.code };
+    },
+    close: end,
+  };
+}
+
+/** The governed read: `get_order` of ORD-1001 by a read-only caller. */
+export function governedReader(harness: BenchHarness): SimulatedCaller {
+  return governedCaller({
+    harness,
+    caller: benchCallers.reader,
+    tool: 'get_order',
+    arguments: JSON.stringify({ order_id: readOrderId }),
+    expectedCode: 'OK',
+    label: 'read',
+  });
+}
+
+/** The governed rejection: a refund of 25.9 (not whole cents) by a caller allowed to refund. */
+export function governedRejecter(harness: BenchHarness): SimulatedCaller {
+  return governedCaller({
+    harness,
+    caller: benchCallers.refunder,
+    tool: 'refund_order',
+    arguments: JSON.stringify({ order_id: readOrderId, amount_cents: 25.9, currency: 'BRL', reason: 'damaged' }),
+    expectedCode: 'INVALID_ARGUMENTS',
+    label: 'reject',
+  });
+}
+
+/** The bare baseline: start a workflow that reads the order in one activity (or local activity), wait for it. */
+export function bareCaller(input: {
+  harness: BenchHarness;
+  workflow: 'bareRead' | 'bareLocalRead';
+}): SimulatedCaller {
+  const { harness } = input;
+  return {
+    prepare: async () => {},
+    call: async () => {
+      const order = await harness.temporal.workflow.execute<typeof bareRead | typeof bareLocalRead>(
+        input.workflow,
+        {
+          taskQueue: harness.bareTaskQueue,
+          workflowId: `bench-${input.workflow}-${randomUUID()}`,
+          args: [{ orderId: readOrderId }],
+        },
+      );
+      return { ok: order.orderId === readOrderId, code: 'OK' };
+    },
+    close: async () => {},
+  };
+}
+
+/** The timings of one approved refund, in milliseconds. */
+export interface DecisionTimings {
+  /** Proposal until the agent has APPROVAL_PENDING. */
+  pendingMs: number;
+  /** `ApprovalAdmin.decide` (query the round, sign, send the update) until it resolves accepted. */
+  decideMs: number;
+  /** Decision accepted until the orders service answers the refund by its key (polled every ~1 ms). */
+  visibleMs: number;
+  /** Decision accepted until the refund's `createdAt` in the orders service (same clock; may be < 0). */
+  committedMs: number;
+  /** Decision accepted until the call's final result (what the agent would read back). */
+  resultMs: number;
+}
+
+const effectTimeoutMs = 30_000;
+
+/**
+ * One refund that needs approval, approved at once: proposed in a fresh session by a caller whose
+ * autonomy is below the refund's risk, approved by the bench approver, then watched until applied.
+ */
+export async function decisionToEffect(input: {
+  harness: BenchHarness;
+  amountCents: number;
+}): Promise<DecisionTimings> {
+  const { harness } = input;
+  const session = `bench-approval-${randomUUID()}`;
+  try {
+    const proposedAt = performance.now();
+    const pending = await harness.client.call({
+      session,
+      caller: benchCallers.approvee,
+      tool: 'refund_order',
+      arguments: JSON.stringify({
+        order_id: refundOrderId,
+        amount_cents: input.amountCents,
+        currency: 'BRL',
+        reason: 'damaged',
+      }),
+    });
+    const pendingAt = performance.now();
+    if (pending.code !== 'APPROVAL_PENDING') throw new Error(`expected APPROVAL_PENDING, got ${pending.code}`);
+    const decision = await harness.admin.decide({
+      callId: pending.callId,
+      approver: benchApprover,
+      privateKey: harness.approverKey,
+      decision: 'approve',
+      reason: 'bench',
+    });
+    const acceptedAt = performance.now();
+    const acceptedWallMs = Date.now();
+    if (!decision.accepted) throw new Error(`the approval was refused: ${decision.code}`);
+    let resultAt = Number.NaN;
+    const final = harness.client.result(pending.callId).then((result) => {
+      resultAt = performance.now();
+      return result;
+    });
+    let visibleAt: number | undefined;
+    let createdAt = '';
+    while (visibleAt === undefined) {
+      const refund = await harness.orders.api.findRefundByKey({ idempotencyKey: pending.callId });
+      if (refund) {
+        visibleAt = performance.now();
+        createdAt = refund.createdAt;
+      } else if (performance.now() - acceptedAt > effectTimeoutMs) {
+        throw new Error(`the approved refund ${pending.callId} was not applied within ${effectTimeoutMs} ms`);
+      } else {
+        await delay(1);
+      }
+    }
+    const result = await final;
+    if (result?.code !== 'OK') throw new Error(`the approved refund ended ${String(result?.code)}`);
+    return {
+      pendingMs: pendingAt - proposedAt,
+      decideMs: acceptedAt - pendingAt,
+      visibleMs: visibleAt - acceptedAt,
+      committedMs: Date.parse(createdAt) - acceptedWallMs,
+      resultMs: resultAt - acceptedAt,
+    };
+  } finally {
+    await harness.client.endSession(session).catch(() => undefined);
+  }
+}
