@@ -133,7 +133,9 @@ export function formatTable(results: BenchResults): string {
     );
   }
   lines.push('');
-  lines.push(pad('Ratios, governed / bare', latencyWidth) + ['p50', 'p95', 'p99'].map((h) => padLeft(h, 8)).join(''));
+  lines.push(
+    pad('Ratios, governed / bare', latencyWidth) + ['p50', 'p95', 'p99'].map((h) => padLeft(h, 8)).join(''),
+  );
   for (const r of results.ratios) {
     lines.push(
       pad(`  ${r.label}`, latencyWidth) +
@@ -189,7 +191,9 @@ export function formatTable(results: BenchResults): string {
   lines.push(...formatRoundTrips(results.roundTrips));
 
   lines.push('');
-  lines.push(pad('Worker resident memory (MB)', latencyWidth) + ['idle', 'peak'].map((h) => padLeft(h, 8)).join(''));
+  lines.push(
+    pad('Worker resident memory (MB)', latencyWidth) + ['idle', 'peak'].map((h) => padLeft(h, 8)).join(''),
+  );
   for (const memory of results.memory) {
     lines.push(
       pad(`  ${memory.label}`, latencyWidth) +
@@ -229,7 +233,10 @@ function formatRoundTrips(histories: readonly HistoryCounts[]): string[] {
   for (const [name, label] of countedEvents) lines.push(row(label, (h) => perCall(h, name)));
   lines.push(row('all events', (h) => (h === undefined ? Number.NaN : h.totalEvents / h.calls)));
   lines.push(
-    row('task round trips (wft+act)', (h) => perCall(h, 'WORKFLOW_TASK_COMPLETED') + perCall(h, 'ACTIVITY_TASK_SCHEDULED')),
+    row(
+      'task round trips (wft+act)',
+      (h) => perCall(h, 'WORKFLOW_TASK_COMPLETED') + perCall(h, 'ACTIVITY_TASK_SCHEDULED'),
+    ),
   );
   return lines;
 }
@@ -280,7 +287,8 @@ function histogramSvg(input: {
   }
   const maxCount = Math.max(1, ...counts);
   const barWidth = plotWidth / (input.bins + 1);
-  const x = (value: number) => margin.left + (Math.min(value, input.xMax) / input.xMax) * (plotWidth - barWidth);
+  const x = (value: number) =>
+    margin.left + (Math.min(value, input.xMax) / input.xMax) * (plotWidth - barWidth);
   const y = (count: number) => margin.top + plotHeight - (count / maxCount) * plotHeight;
   const parts: string[] = [];
   parts.push(
@@ -340,7 +348,8 @@ function boxPlotSvg(input: {
   const low = 10 ** Math.floor(Math.log10(Math.min(...positive)));
   const high = 10 ** Math.ceil(Math.log10(Math.max(...positive)));
   const x = (value: number) =>
-    margin.left + ((Math.log10(Math.max(value, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * plotWidth;
+    margin.left +
+    ((Math.log10(Math.max(value, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * plotWidth;
   const parts: string[] = [
     `<text x="10" y="18" font-size="13" font-weight="600" fill="${palette.text}">${escapeHtml(input.title)}</text>`,
   ];
@@ -357,14 +366,9 @@ function boxPlotSvg(input: {
   }
   rows.forEach((row, index) => {
     const sorted = sortedCopy(row.samples.filter((value) => value > 0));
-    const [p5, p25, p50, p75, p95, p99] = [0.05, 0.25, 0.5, 0.75, 0.95, 0.99].map((p) => quantile(sorted, p)) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
+    const [p5, p25, p50, p75, p95, p99] = [0.05, 0.25, 0.5, 0.75, 0.95, 0.99].map((p) =>
+      quantile(sorted, p),
+    ) as [number, number, number, number, number, number];
     const cy = margin.top + index * rowHeight + rowHeight / 2;
     parts.push(
       `<text x="${margin.left - 8}" y="${cy + 4}" font-size="11" text-anchor="end" fill="${palette.text}">${escapeHtml(row.label)}</text>`,
@@ -434,7 +438,12 @@ export function renderHtml(input: {
   results: BenchResults;
   table: string;
   /** Latencies under load, per scenario and callers (not written to results.json). */
-  loadSamples: { scenario: ThroughputResult['scenario']; label: string; callers: number; samples: number[] }[];
+  loadSamples: {
+    scenario: ThroughputResult['scenario'];
+    label: string;
+    callers: number;
+    samples: number[];
+  }[];
 }): string {
   const { results } = input;
   const byId = new Map(results.latency.map((result) => [result.id, result]));

@@ -222,7 +222,9 @@ async function main(): Promise<void> {
   const plan = plans[mode];
   const startedAt = new Date().toISOString();
   const git = gitInfo();
-  log(`${mode} mode; commit ${git.commit.slice(0, 12)}${git.workingTree.dirty ? ' + uncommitted changes' : ''}`);
+  log(
+    `${mode} mode; commit ${git.commit.slice(0, 12)}${git.workingTree.dirty ? ' + uncommitted changes' : ''}`,
+  );
 
   let stopHarness: (() => Promise<void>) | undefined;
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
@@ -299,14 +301,20 @@ function notesFor(dirty: boolean): string[] {
     'Workers use default worker options; resident memory is each worker process alone, sampled every ' +
       `${rssSampleIntervalMs} ms; peak during the 50-caller phases.`,
   ];
-  if (dirty) notes.push('The working tree had uncommitted changes: results.json lists them and a digest of the diff.');
+  if (dirty)
+    notes.push('The working tree had uncommitted changes: results.json lists them and a digest of the diff.');
   return notes;
 }
 
 interface Measured {
   latency: LatencyResult[];
   throughput: ThroughputResult[];
-  loadSamples: { scenario: ThroughputResult['scenario']; label: string; callers: number; samples: number[] }[];
+  loadSamples: {
+    scenario: ThroughputResult['scenario'];
+    label: string;
+    callers: number;
+    samples: number[];
+  }[];
   pure: PureResult[];
   roundTrips: HistoryCounts[];
   memory: MemoryResult[];
@@ -359,14 +367,16 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     ...(['bareActivity', 'bareLocal', 'governedRead', 'governedReject'] as const).map((key) => ({
       name: series[key].label,
       run: async (record: boolean, count: number) => {
-        for (let index = 0; index < count; index++) await timeOne(callers[key], record ? series[key] : undefined);
+        for (let index = 0; index < count; index++)
+          await timeOne(callers[key], record ? series[key] : undefined);
       },
     })),
     { name: 'approved refunds', run: (record: boolean, count: number) => approvals(count, record) },
   ];
 
   log(`warm-up: ${plan.warmup} untimed calls of each scenario`);
-  for (const scenario of sequential) await scenario.run(false, scenario.name === 'approved refunds' ? 1 : plan.warmup);
+  for (const scenario of sequential)
+    await scenario.run(false, scenario.name === 'approved refunds' ? 1 : plan.warmup);
   const pureTimings = new Map<string, number[]>(pureCases.map((pureCase) => [pureCase.id, []]));
   for (const pureCase of pureCases) {
     timePurePipeline({
@@ -420,7 +430,17 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   };
   const peaks = { toolgate: 0, bare: 0, toolgateSamples: 0, bareSamples: 0 };
   const maxLevel = Math.max(...plan.levels);
-  const load = new Map<string, { calls: number; seconds: number; perRound: number[]; samples: number[]; errors: number; errorCodes: Record<string, number> }>();
+  const load = new Map<
+    string,
+    {
+      calls: number;
+      seconds: number;
+      perRound: number[];
+      samples: number[];
+      errors: number;
+      errorCodes: Record<string, number>;
+    }
+  >();
   for (let round = 0; round < plan.throughputRounds; round++) {
     for (const callers of plan.levels) {
       const ordered = round % 2 === 0 ? throughputScenarios : [...throughputScenarios].reverse();
@@ -439,7 +459,14 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
           }
         }
         const key = `${entry.scenario}@${callers}`;
-        const total = load.get(key) ?? { calls: 0, seconds: 0, perRound: [], samples: [], errors: 0, errorCodes: {} };
+        const total = load.get(key) ?? {
+          calls: 0,
+          seconds: 0,
+          perRound: [],
+          samples: [],
+          errors: 0,
+          errorCodes: {},
+        };
         total.calls += outcome.calls;
         total.seconds += plan.phaseSeconds;
         total.perRound.push(outcome.calls / plan.phaseSeconds);
@@ -528,9 +555,17 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
     session: rejectSession,
     caller: benchCallers.refunder,
     tool: 'refund_order',
-    arguments: JSON.stringify({ order_id: readOrderId, amount_cents: 25.9, currency: 'BRL', reason: 'damaged' }),
+    arguments: JSON.stringify({
+      order_id: readOrderId,
+      amount_cents: 25.9,
+      currency: 'BRL',
+      reason: 'damaged',
+    }),
   });
-  const bareIds = { bareRead: `bench-history-bare-${randomUUID()}`, bareLocalRead: `bench-history-local-${randomUUID()}` };
+  const bareIds = {
+    bareRead: `bench-history-bare-${randomUUID()}`,
+    bareLocalRead: `bench-history-local-${randomUUID()}`,
+  };
   for (const [workflow, workflowId] of Object.entries(bareIds)) {
     await temporal.workflow.execute(workflow, {
       taskQueue: harness.bareTaskQueue,
@@ -539,7 +574,12 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
     });
   }
   const histories = [
-    await countHistory({ temporal, id: 'gov-call', label: 'governed read: its call run', workflowId: callId }),
+    await countHistory({
+      temporal,
+      id: 'gov-call',
+      label: 'governed read: its call run',
+      workflowId: callId,
+    }),
     await countHistory({
       temporal,
       id: 'gov-session',
@@ -554,7 +594,12 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
       workflowId: rejected.callId,
     }),
     await countHistory({ temporal, id: 'bare-act', label: 'bare, 1 activity', workflowId: bareIds.bareRead }),
-    await countHistory({ temporal, id: 'bare-local', label: 'bare, 1 local activity', workflowId: bareIds.bareLocalRead }),
+    await countHistory({
+      temporal,
+      id: 'bare-local',
+      label: 'bare, 1 local activity',
+      workflowId: bareIds.bareLocalRead,
+    }),
   ];
   await Promise.all([session, rejectSession].map((id) => client.endSession(id).catch(() => undefined)));
   return histories;

@@ -89,7 +89,12 @@ export function governedRejecter(harness: BenchHarness): SimulatedCaller {
     harness,
     caller: benchCallers.refunder,
     tool: 'refund_order',
-    arguments: JSON.stringify({ order_id: readOrderId, amount_cents: 25.9, currency: 'BRL', reason: 'damaged' }),
+    arguments: JSON.stringify({
+      order_id: readOrderId,
+      amount_cents: 25.9,
+      currency: 'BRL',
+      reason: 'damaged',
+    }),
     expectedCode: 'INVALID_ARGUMENTS',
     label: 'reject',
   });
@@ -158,7 +163,8 @@ export async function decisionToEffect(input: {
       }),
     });
     const pendingAt = performance.now();
-    if (pending.code !== 'APPROVAL_PENDING') throw new Error(`expected APPROVAL_PENDING, got ${pending.code}`);
+    if (pending.code !== 'APPROVAL_PENDING')
+      throw new Error(`expected APPROVAL_PENDING, got ${pending.code}`);
     const decision = await harness.admin.decide({
       callId: pending.callId,
       approver: benchApprover,

@@ -181,15 +181,14 @@ export class ToolGateClient {
    */
   async endSession(id: string, options: { reason?: string } = {}): Promise<SessionStats | null> {
     try {
-      return await this.client.workflow.getHandle(sessionWorkflowId(id)).executeUpdate(endSessionUpdate, {
+      // With start: a session never used is ended too, so its id can never be used later.
+      return await this.client.workflow.executeUpdateWithStart(endSessionUpdate, {
         args: [options.reason !== undefined ? { reason: options.reason } : {}],
+        startWorkflowOperation: this.sessionStart({ session: id }),
       });
     } catch (error) {
-      const name = errorName(error);
-      // Already ended (closed), or never started: either way it is ended now... unless never started.
-      if (name === 'WorkflowNotFoundError' || name === 'WorkflowUpdateRPCTimeoutOrCancelledError')
-        return null;
-      if (/completed|closed/i.test(String(error))) return null;
+      // Already ended: its run is closed and its id is not reused.
+      if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') return null;
       throw error;
     }
   }
@@ -212,18 +211,9 @@ export class ToolGateClient {
   private async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
     const { proposal } = request;
     for (let attempt = 1; ; attempt++) {
-      const startWorkflowOperation = new WithStartWorkflowOperation(sessionWorkflowType, {
-        workflowId: sessionWorkflowId(proposal.session),
-        taskQueue: this.taskQueue,
-        args: [{ session: proposal.session }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        // An ended session stays ended: its id is not reused for a new conversation.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        staticSummary: `session of ${proposal.caller}`,
-        typedSearchAttributes: [
-          { key: searchAttributes.sessionId, value: proposal.session },
-          { key: searchAttributes.caller, value: proposal.caller },
-        ],
+      const startWorkflowOperation = this.sessionStart({
+        session: proposal.session,
+        caller: proposal.caller,
       });
       try {
         return await this.client.workflow.executeUpdateWithStart(admitUpdate, {
@@ -253,6 +243,22 @@ export class ToolGateClient {
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
       }
     }
+  }
+
+  /** How a session starts on first use; an ended session stays ended (its id is not reused). */
+  private sessionStart(input: { session: string; caller?: string }) {
+    return new WithStartWorkflowOperation(sessionWorkflowType, {
+      workflowId: sessionWorkflowId(input.session),
+      taskQueue: this.taskQueue,
+      args: [{ session: input.session }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: input.caller !== undefined ? `session of ${input.caller}` : 'session',
+      typedSearchAttributes: [
+        { key: searchAttributes.sessionId, value: input.session },
+        ...(input.caller !== undefined ? [{ key: searchAttributes.caller, value: input.caller }] : []),
+      ],
+    });
   }
 
   private async replayCompleted(input: { callId: string; proposal: Proposal }): Promise<ToolResult> {

@@ -145,6 +145,12 @@ describe('session end and authentication', () => {
     await harness.client.endSession(session);
     const after = await read('test-refunder', 'ORD-1002');
     expect(after).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
+    expect(await harness.client.endSession(session)).toBeNull(); // ending it again changes nothing
+  });
+
+  it('keeps a session ended before its first call ended', async () => {
+    await harness.client.endSession(session, { reason: 'conversation abandoned' });
+    expect(await read('test-refunder')).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
   });
 
   it('ends a session that stays idle past its timeout, and it stays ended', async () => {
