@@ -2,7 +2,9 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
 import type { CredentialMinter, ExecutionApproval } from '../keys/credential-minter';
+import { verifyWithNode } from '../keys/key-files';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
+import type { Proposal } from '../shared/proposal';
 import type { ImplementedTool, ToolImplementation } from '../tools/define-tool-implementation';
 import { toolErrorKind } from '../tools/tool-errors';
 
@@ -29,6 +31,15 @@ export interface ToolCapabilities {
 /** The policy snapshot a call records, with what this worker's implementations can do. */
 export interface CallSnapshot extends CallerPolicySnapshot {
   capabilities?: Record<string, ToolCapabilities>;
+  /** Whether the proposal given to `loadCallerPolicy` is signed with the caller's key (checked natively). */
+  proposalSigned?: boolean;
+}
+
+/** A signed proposal to check: the signature covers `{ callId, proposal }`. */
+export interface SignedProposal {
+  callId: string;
+  proposal: Proposal;
+  signature?: string;
 }
 
 /** What the executor receives: the call, its caller and run, and the approval it carries to the minter. */
@@ -117,8 +128,15 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
 
   return {
     /** Reads the caller's part of the current policy; run as a local activity so its answer is in history. */
-    async loadCallerPolicy(input: { caller: string }): Promise<CallSnapshot> {
-      return { ...dependencies.policy().snapshotFor(input.caller), capabilities };
+    async loadCallerPolicy(input: { caller: string; check?: SignedProposal }): Promise<CallSnapshot> {
+      const snapshot = dependencies.policy().snapshotFor(input.caller);
+      if (!input.check) return { ...snapshot, capabilities };
+      return { ...snapshot, capabilities, proposalSigned: isSigned({ snapshot, check: input.check }) };
+    },
+
+    /** Checks a proposal's signature with the caller's key, natively; run as a local activity. */
+    async checkProposalSignature(input: { caller: string; check: SignedProposal }): Promise<boolean> {
+      return isSigned({ snapshot: dependencies.policy().snapshotFor(input.caller), check: input.check });
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */
@@ -234,6 +252,17 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       return { appended: dependencies.audit.append(record) };
     },
   };
+}
+
+function isSigned(input: { snapshot: CallerPolicySnapshot; check: SignedProposal }): boolean {
+  const { snapshot, check } = input;
+  if (!snapshot.callerKeyHex || check.signature === undefined) return false;
+  return verifyWithNode({
+    kind: 'proposal',
+    value: { callId: check.callId, proposal: check.proposal },
+    signature: check.signature,
+    publicKeyHex: snapshot.callerKeyHex,
+  });
 }
 
 /** The activities a call workflow schedules, by name; workflows import this type only. */

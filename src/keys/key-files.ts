@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -60,4 +60,35 @@ export function publicKeyHex(key: KeyObject): string {
 /** Signs `value` as `kind` with node:crypto; the signature verifies with `verifySignature` in the sandbox. */
 export function signValue(input: { kind: SignedKind; value: unknown; privateKey: KeyObject }): string {
   return sign(null, Buffer.from(signedText(input), 'utf8'), input.privateKey).toString('base64url');
+}
+
+const publicKeys = new Map<string, KeyObject>();
+
+/**
+ * Verifies an Ed25519 signature with node:crypto (native, about a thousand times faster than the
+ * pure-JS verifier the workflow sandbox would use); the same bytes and the same answer. Never throws.
+ */
+export function verifyWithNode(input: {
+  kind: SignedKind;
+  value: unknown;
+  signature: string;
+  publicKeyHex: string;
+}): boolean {
+  try {
+    let key = publicKeys.get(input.publicKeyHex);
+    if (!key) {
+      const x = Buffer.from(input.publicKeyHex, 'hex');
+      if (x.length !== 32) return false;
+      key = createPublicKey({
+        key: { kty: 'OKP', crv: 'Ed25519', x: x.toString('base64url') },
+        format: 'jwk',
+      });
+      publicKeys.set(input.publicKeyHex, key);
+    }
+    const signature = Buffer.from(input.signature, 'base64url');
+    if (signature.length !== 64) return false;
+    return verify(null, Buffer.from(signedText(input), 'utf8'), key, signature);
+  } catch {
+    return false;
+  }
 }

@@ -3,6 +3,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -183,15 +184,16 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         result: rejection({ tool: proposal.tool, callId: request.callId, code, message }),
       });
       const snapshot = await snapshotOf(proposal.caller);
-      const signed =
-        snapshot?.callerKeyHex &&
-        request.signature !== undefined &&
-        verifySignature({
-          kind: 'proposal',
-          value: { callId: request.callId, proposal },
-          signature: request.signature,
-          publicKeyHex: snapshot.callerKeyHex,
-        });
+      const signed = patched('session-signature-by-worker')
+        ? await signedByWorker(request)
+        : snapshot?.callerKeyHex &&
+          request.signature !== undefined &&
+          verifySignature({
+            kind: 'proposal',
+            value: { callId: request.callId, proposal },
+            signature: request.signature,
+            publicKeyHex: snapshot.callerKeyHex,
+          });
       // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
       if (
         !signed ||
@@ -255,6 +257,26 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         );
       }
       return { admitted: true, step: state.steps };
+    }
+
+    /** The signature, checked natively by the worker (a local activity, in this workflow task). */
+    async function signedByWorker(request: AdmissionRequest): Promise<boolean> {
+      try {
+        return await proxyLocalActivities<ToolCallActivities>({
+          startToCloseTimeout: '5s',
+          retry: { maximumAttempts: 3 },
+        }).checkProposalSignature({
+          caller: request.proposal.caller,
+          check: {
+            callId: request.callId,
+            proposal: request.proposal,
+            ...(request.signature !== undefined ? { signature: request.signature } : {}),
+          },
+        });
+      } catch (error) {
+        log.error('session could not check a signature', { session: input.session, error: String(error) });
+        return false;
+      }
     }
 
     async function snapshotOf(caller: string): Promise<CallerPolicySnapshot | undefined> {

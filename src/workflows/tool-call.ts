@@ -256,7 +256,12 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       }
       policy = snapshot;
       record.policyVersion = snapshot.version;
-      if (!signedByCaller({ proposal, signature: input.signature })) return unauthenticated();
+      // The worker checks the signature natively while it loads the policy (one local activity); runs
+      // recorded before that replay the sandbox's own check.
+      const signed = patched('signature-checked-by-worker')
+        ? snapshot.proposalSigned === true
+        : signedByCaller({ proposal, signature: input.signature });
+      if (!signed) return unauthenticated();
       authenticated = true;
       const available = snapshot.callerPolicy?.tools ?? [];
       const contract = contractOf();
@@ -732,7 +737,14 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         return await proxyLocalActivities<ToolCallActivities>({
           startToCloseTimeout: '5s',
           retry: { maximumAttempts: 3 },
-        }).loadCallerPolicy({ caller: proposal.caller });
+        }).loadCallerPolicy({
+          caller: proposal.caller,
+          check: {
+            callId,
+            proposal,
+            ...(input.signature !== undefined ? { signature: input.signature } : {}),
+          },
+        });
       } catch (error) {
         log.error('policy could not be loaded', { callId, error: String(error) });
         return undefined;
