@@ -1,4 +1,4 @@
-import { ed25519 } from '@noble/curves/ed25519';
+import type { ed25519 as Ed25519 } from '@noble/curves/ed25519';
 import { hexToBytes, utf8ToBytes } from '@noble/hashes/utils';
 import { canonicalJson } from './canonical-json';
 
@@ -24,10 +24,22 @@ export function verifySignature(input: {
     const signature = base64UrlToBytes(input.signature);
     const publicKey = hexToBytes(input.publicKeyHex);
     if (signature.length !== 64 || publicKey.length !== 32) return false;
-    return ed25519.verify(signature, utf8ToBytes(signedText(input)), publicKey);
+    return curve().verify(signature, utf8ToBytes(signedText(input)), publicKey);
   } catch {
     return false;
   }
+}
+
+let loaded: typeof Ed25519 | undefined;
+
+/**
+ * The curve, loaded on first use: the workflow sandbox initialises every imported module for each
+ * workflow it runs, and most calls never verify a decision, so they should not pay for the curve.
+ */
+function curve(): typeof Ed25519 {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deliberately lazy, see above
+  loaded ??= (require('@noble/curves/ed25519') as { ed25519: typeof Ed25519 }).ed25519;
+  return loaded;
 }
 
 const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
