@@ -24,22 +24,25 @@ import { checkPolicy } from '../src/policy/load-policy';
 import type { ToolRegistry } from '../src/tools/tool-registry';
 import { createToolRegistry } from '../src/tools/tool-registry';
 import { benchApprover, benchCallers, benchPolicy } from './bench-policy';
-import type { BenchWorkerConfig, ChildMessage, ParentMessage } from './worker-protocol';
+import type { BenchWorkerConfig, ChildMessage, ParentMessage, WorkerUsage } from './worker-protocol';
 import { benchWorkerConfigVariable } from './worker-protocol';
 
 /** The repository root: the bench runs the code that is checked out there, whatever its state. */
 export const projectRoot = resolve(__dirname, '..');
 
 const workerReadyTimeoutMs = 180_000;
+const ansiEscapes = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 const workerStopTimeoutMs = 20_000;
 
 /** A worker process of the bench (see bench-worker.ts). */
 export interface WorkerChild {
   pid: number | undefined;
-  /** Starts a new peak window; resolves with the resident memory now. */
-  markRss(): Promise<{ currentBytes: number }>;
-  /** The peak resident memory since the last mark (sampled every 100 ms). */
-  readRss(): Promise<{ currentBytes: number; peakBytes: number; samples: number }>;
+  /** Starts a new usage window; resolves with the usage of the window that ends. */
+  mark(): Promise<WorkerUsage>;
+  /** The usage since the last mark. */
+  read(): Promise<WorkerUsage>;
+  /** Warnings the worker logged, by kind (first line of each kind is logged, the rest counted). */
+  warnings: Map<string, number>;
   stop(): Promise<void>;
 }
 
@@ -68,6 +71,10 @@ export async function startBenchHarness(input: {
   log: (line: string) => void;
   /** Receives `stop` at once, so that an interrupt during the start can stop what has started. */
   exposeStop?: (stop: () => Promise<void>) => void;
+  /** Write a V8 CPU profile of each worker process (every thread) into this folder when it stops. */
+  profileDirectory?: string;
+  /** Called when a worker process ends without being asked to (its calls would otherwise wait forever). */
+  onWorkerExit?: (message: string) => void;
 }): Promise<BenchHarness> {
   const { log } = input;
   const cleanups: (() => unknown)[] = [];
@@ -141,10 +148,14 @@ export async function startBenchHarness(input: {
           auditPath,
         },
         log,
+        profileDirectory: input.profileDirectory,
+        onUnexpectedExit: input.onWorkerExit,
       }),
       startWorkerChild({
         config: { kind: 'bare', address: server.address, taskQueue: bareTaskQueue, ordersUrl: orders.url },
         log,
+        profileDirectory: input.profileDirectory,
+        onUnexpectedExit: input.onWorkerExit,
       }),
     ]);
     for (const started of workers) {
@@ -202,13 +213,21 @@ export async function startBenchHarness(input: {
 async function startWorkerChild(input: {
   config: BenchWorkerConfig;
   log: (line: string) => void;
+  profileDirectory?: string | undefined;
+  onUnexpectedExit?: ((message: string) => void) | undefined;
 }): Promise<WorkerChild> {
   const { config, log } = input;
   const name = `${config.kind} worker`;
   const child: ChildProcess = fork(join(__dirname, 'bench-worker.ts'), [], {
     cwd: projectRoot,
     // `node --import tsx` so that the pid is the worker itself (no wrapper between us).
-    execArgv: ['--import', 'tsx'],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(input.profileDirectory === undefined
+        ? []
+        : ['--cpu-prof', `--cpu-prof-dir=${join(input.profileDirectory, `${config.kind}-worker`)}`]),
+    ],
     env: { ...process.env, [benchWorkerConfigVariable]: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -223,19 +242,31 @@ async function startWorkerChild(input: {
       if (child.pid === undefined) resolveExit();
     });
   });
+  // The SDK core warns once per slow workflow task: log the first of each kind, count the rest.
+  const warnings = new Map<string, number>();
+  const forward = (line: string): void => {
+    const plain = line.replace(ansiEscapes, '');
+    const code = /\[(TMPRL\d+)\]/.exec(plain)?.[1];
+    // A warning without a code is known by where it comes from (`WARN temporalio_client::retry: ...`).
+    const kind = code ?? /\bWARN\s+([\w:]+)/.exec(plain)?.[1];
+    if (kind === undefined) return log(`${name}: ${plain}`);
+    const seen = warnings.get(kind) ?? 0;
+    warnings.set(kind, seen + 1);
+    if (seen === 0) log(`${name}: ${plain.slice(0, 300)} (further ones are counted)`);
+  };
   for (const stream of [child.stdout, child.stderr]) {
-    if (stream) createInterface({ input: stream }).on('line', (line) => log(`${name}: ${line}`));
+    if (stream) createInterface({ input: stream }).on('line', forward);
   }
 
   let nextId = 1;
-  const waiting = new Map<number, (message: Extract<ChildMessage, { type: 'rss' }>) => void>();
+  const waiting = new Map<number, (usage: WorkerUsage) => void>();
   child.on('message', (message: ChildMessage) => {
-    if (message.type !== 'rss') return;
-    waiting.get(message.id)?.(message);
+    if (message.type !== 'usage') return;
+    waiting.get(message.id)?.(message.usage);
     waiting.delete(message.id);
   });
-  const ask = (type: 'rss-mark' | 'rss-read') =>
-    new Promise<Extract<ChildMessage, { type: 'rss' }>>((resolveAnswer, reject) => {
+  const ask = (type: 'mark' | 'read') =>
+    new Promise<WorkerUsage>((resolveAnswer, reject) => {
       if (!child.connected) return reject(new Error(`the ${name} is not running`));
       const id = nextId++;
       waiting.set(id, resolveAnswer);
@@ -243,6 +274,14 @@ async function startWorkerChild(input: {
     });
 
   let stopping: Promise<void> | undefined;
+  let ready = false;
+  void exited.then(() => {
+    if (ready && stopping === undefined) {
+      input.onUnexpectedExit?.(
+        `the ${name} exited unexpectedly (code ${String(child.exitCode)}, signal ${String(child.signalCode)})`,
+      );
+    }
+  });
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       if (child.connected) child.send({ type: 'stop' } satisfies ParentMessage);
@@ -277,14 +316,13 @@ async function startWorkerChild(input: {
     await stop();
     throw error;
   }
+  ready = true;
   log(`${name} ready (pid ${String(child.pid)})`);
   return {
     pid: child.pid,
-    markRss: async () => ({ currentBytes: (await ask('rss-mark')).currentBytes }),
-    readRss: async () => {
-      const { currentBytes, peakBytes, samples } = await ask('rss-read');
-      return { currentBytes, peakBytes, samples };
-    },
+    mark: () => ask('mark'),
+    read: () => ask('read'),
+    warnings,
     stop,
   };
 }

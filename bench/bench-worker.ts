@@ -2,6 +2,7 @@
 // process so that its resident memory is its own. The parent (bench-harness.ts) forks it, talks to
 // it over IPC and stops it; it also stops by itself when the parent goes away.
 import { join, resolve } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createOrdersTools } from '../examples/orders/orders-implementations';
 import { ordersContracts } from '../examples/orders/orders-contracts';
@@ -39,9 +40,12 @@ async function main(): Promise<void> {
   }
   const running = worker.run();
 
-  // Peak resident memory since the last mark, sampled on a timer.
+  // Since the last mark: peak resident memory (sampled on a timer), CPU time, event-loop delay.
   let peakBytes = process.memoryUsage.rss();
   let samples = 0;
+  let cpuAtMark = process.cpuUsage();
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const sampler = setInterval(() => {
     peakBytes = Math.max(peakBytes, process.memoryUsage.rss());
     samples++;
@@ -59,10 +63,24 @@ async function main(): Promise<void> {
     if (message.type === 'stop') return stop();
     const currentBytes = process.memoryUsage.rss();
     peakBytes = Math.max(peakBytes, currentBytes);
-    send({ type: 'rss', id: message.id, currentBytes, peakBytes, samples });
-    if (message.type === 'rss-mark') {
+    const cpu = process.cpuUsage(cpuAtMark);
+    send({
+      type: 'usage',
+      id: message.id,
+      usage: {
+        currentBytes,
+        peakBytes,
+        samples,
+        cpuMicros: cpu.user + cpu.system,
+        loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+        loopDelayMaxMs: loopDelay.max / 1e6,
+      },
+    });
+    if (message.type === 'mark') {
       peakBytes = currentBytes;
       samples = 0;
+      cpuAtMark = process.cpuUsage();
+      loopDelay.reset();
     }
   });
   // The parent went away (ended, killed): nobody will ever tell us to stop.
@@ -73,6 +91,7 @@ async function main(): Promise<void> {
     await running;
   } finally {
     clearInterval(sampler);
+    loopDelay.disable();
     for (const close of closers.reverse()) await close();
     if (process.connected) process.disconnect();
   }

@@ -31,6 +31,10 @@ export interface ThroughputResult {
   latency: Summary;
   errors: number;
   errorCodes: Record<string, number>;
+  /** CPU time of the scenario's worker process (all threads) per call. */
+  workerCpuMsPerCall: number;
+  /** The worst event-loop delay of the worker's main thread during the phases. */
+  workerLoopDelayMaxMs: number;
 }
 
 /** The pure pipeline's cost per call, in microseconds. */
@@ -48,6 +52,8 @@ export interface MemoryResult {
   /** The highest RSS sampled during the 50-caller phases. */
   peakMb: number;
   samples: number;
+  /** Warnings the worker's SDK logged during the whole run, by code (e.g. TMPRL1104: workflow task over 5 s). */
+  warnings: Record<string, number>;
 }
 
 /** Everything a run measured; written as bench/results.json. */
@@ -144,33 +150,37 @@ export function formatTable(results: BenchResults): string {
   }
 
   lines.push('');
+  const headers = ['callers', 'gov/s', 'bare/s', 'gov/bare', 'gov p50', 'gov p95', 'bare p50', 'bare p95'];
+  const cpuHeaders = ['gov cpu', 'bare cpu', 'errors'];
+  const cell = 10;
   lines.push(
-    pad('Throughput, closed loop', 26) +
-      ['callers', 'governed/s', 'bare/s', 'gov/bare', 'gov p50', 'gov p95', 'bare p50', 'bare p95', 'errors']
-        .map((h) => padLeft(h, 10))
-        .join(''),
+    pad('Throughput, closed loop', 24) + [...headers, ...cpuHeaders].map((h) => padLeft(h, cell)).join(''),
   );
   const levels = [...new Set(results.throughput.map((t) => t.callers))].sort((a, b) => a - b);
-  for (const callers of levels) {
+  levels.forEach((callers, index) => {
     const governed = results.throughput.find((t) => t.callers === callers && t.scenario === 'governed-read');
     const bare = results.throughput.find((t) => t.callers === callers && t.scenario === 'bare-activity');
+    const nan = Number.NaN;
+    const legend = ['  calls/s; latency ms;', '  worker CPU ms/call', ''][index] ?? '';
     lines.push(
-      pad(callers === levels[0] ? '  (calls/s; latency ms)' : '', 26) +
+      pad(legend, 24) +
         [
           String(callers),
-          fixed(governed?.callsPerSecond ?? Number.NaN),
-          fixed(bare?.callsPerSecond ?? Number.NaN),
-          `${fixed(ratio(governed?.callsPerSecond ?? Number.NaN, bare?.callsPerSecond ?? Number.NaN), 2)}x`,
-          fixed(governed?.latency.p50 ?? Number.NaN),
-          fixed(governed?.latency.p95 ?? Number.NaN),
-          fixed(bare?.latency.p50 ?? Number.NaN),
-          fixed(bare?.latency.p95 ?? Number.NaN),
+          fixed(governed?.callsPerSecond ?? nan),
+          fixed(bare?.callsPerSecond ?? nan),
+          `${fixed(ratio(governed?.callsPerSecond ?? nan, bare?.callsPerSecond ?? nan), 2)}x`,
+          fixed(governed?.latency.p50 ?? nan),
+          fixed(governed?.latency.p95 ?? nan),
+          fixed(bare?.latency.p50 ?? nan),
+          fixed(bare?.latency.p95 ?? nan),
+          fixed(governed?.workerCpuMsPerCall ?? nan),
+          fixed(bare?.workerCpuMsPerCall ?? nan),
           `${governed?.errors ?? 0}/${bare?.errors ?? 0}`,
         ]
-          .map((cell) => padLeft(cell, 10))
+          .map((text) => padLeft(text, cell))
           .join(''),
     );
-  }
+  });
 
   lines.push('');
   lines.push(
@@ -195,9 +205,13 @@ export function formatTable(results: BenchResults): string {
     pad('Worker resident memory (MB)', latencyWidth) + ['idle', 'peak'].map((h) => padLeft(h, 8)).join(''),
   );
   for (const memory of results.memory) {
+    const warnings = Object.entries(memory.warnings)
+      .map(([code, count]) => `${count}x ${code}`)
+      .join(', ');
     lines.push(
       pad(`  ${memory.label}`, latencyWidth) +
-        [fixed(memory.idleMb), fixed(memory.peakMb)].map((cell) => padLeft(cell, 8)).join(''),
+        [fixed(memory.idleMb), fixed(memory.peakMb)].map((cell) => padLeft(cell, 8)).join('') +
+        (warnings ? `   SDK warnings in the run: ${warnings}` : ''),
     );
   }
   if (results.notes.length > 0) {
@@ -238,6 +252,19 @@ function formatRoundTrips(histories: readonly HistoryCounts[]): string[] {
       (h) => perCall(h, 'WORKFLOW_TASK_COMPLETED') + perCall(h, 'ACTIVITY_TASK_SCHEDULED'),
     ),
   );
+  lines.push(pad('One run each, server clock (ms)', width));
+  const timingRows: [string, keyof HistoryCounts['timings']][] = [
+    ['first to last event', 'totalMs'],
+    ['workflow tasks: wait', 'workflowTaskWaitMs'],
+    ['workflow tasks: run', 'workflowTaskRunMs'],
+    ['activity tasks: wait', 'activityTaskWaitMs'],
+    ['activity tasks: run', 'activityTaskRunMs'],
+  ];
+  for (const [label, key] of timingRows) {
+    lines.push(
+      pad(`  ${label}`, width) + histories.map((h) => padLeft(fixed(h.timings[key]), columnWidth)).join(''),
+    );
+  }
   return lines;
 }
 
@@ -274,7 +301,7 @@ function histogramSvg(input: {
   bins: number;
   unit: string;
 }): string {
-  const width = 340;
+  const width = 270;
   const height = 220;
   const margin = { top: 28, right: 12, bottom: 36, left: 40 };
   const plotWidth = width - margin.left - margin.right;
@@ -292,7 +319,7 @@ function histogramSvg(input: {
   const y = (count: number) => margin.top + plotHeight - (count / maxCount) * plotHeight;
   const parts: string[] = [];
   parts.push(
-    `<text x="${margin.left}" y="16" font-size="13" font-weight="600" fill="${palette.text}">${escapeHtml(input.title)}</text>`,
+    `<text x="4" y="16" font-size="11" font-weight="600" fill="${palette.text}">${escapeHtml(input.title)}</text>`,
   );
   const step = niceStep(input.xMax, 5);
   for (let tick = 0; tick <= input.xMax + 1e-9; tick += step) {

@@ -4,8 +4,8 @@
 // bench/report.html. Progress goes to stderr; everything started is stopped on exit, error or Ctrl-C.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { sessionWorkflowId } from '../src/shared/session';
@@ -41,8 +41,9 @@ interface Plan {
   decisionBatch: number;
   /** Rounds over every (scenario, callers) throughput phase. */
   throughputRounds: number;
-  /** Length of one throughput phase. */
+  /** Length of one throughput phase (calls in flight at its end finish and count). */
   phaseSeconds: number;
+  throughputWarmupSeconds: number;
   levels: number[];
   /** Pure-pipeline iterations of each case per round. */
   pureIterations: number;
@@ -50,12 +51,13 @@ interface Plan {
 
 const plans: Record<BenchResults['mode'], Plan> = {
   quick: {
-    warmup: 3,
-    rounds: 4,
-    batch: 8,
-    decisionBatch: 2,
+    warmup: 2,
+    rounds: 3,
+    batch: 5,
+    decisionBatch: 1,
     throughputRounds: 1,
-    phaseSeconds: 2,
+    phaseSeconds: 1,
+    throughputWarmupSeconds: 0.5,
     levels: [1, 10, 50],
     pureIterations: 1000,
   },
@@ -66,6 +68,7 @@ const plans: Record<BenchResults['mode'], Plan> = {
     decisionBatch: 5,
     throughputRounds: 3,
     phaseSeconds: 6,
+    throughputWarmupSeconds: 2,
     levels: [1, 10, 50],
     pureIterations: 5000,
   },
@@ -134,9 +137,13 @@ async function timeOne(caller: SimulatedCaller, series: Series | undefined): Pro
   }
 }
 
-/** `callers` simulated callers, each calling back to back for `seconds`; counts the calls finished in time. */
+/**
+ * `callers` simulated callers, each calling back to back until `seconds` have passed; the calls in
+ * flight then finish and count too, so the rate is every call over the whole time, drain included.
+ */
 async function closedLoop(input: { callers: number; seconds: number; make: () => SimulatedCaller }): Promise<{
   calls: number;
+  elapsedSeconds: number;
   samples: number[];
   errors: number;
   errorCodes: Record<string, number>;
@@ -144,31 +151,20 @@ async function closedLoop(input: { callers: number; seconds: number; make: () =>
   const series = new Series('load', 'load', 'governed');
   const started = performance.now();
   const deadline = started + input.seconds * 1000;
-  let calls = 0;
   await Promise.all(
     Array.from({ length: input.callers }, async () => {
       const caller = input.make();
-      while (performance.now() < deadline) {
-        try {
-          await caller.prepare();
-          if (performance.now() >= deadline) break;
-          const callStarted = performance.now();
-          const outcome = await caller.call();
-          const finished = performance.now();
-          // A call that finishes after the window is drained, not counted.
-          if (finished > deadline) break;
-          if (outcome.ok) {
-            calls++;
-            series.add(finished - callStarted);
-          } else series.fail(outcome.code);
-        } catch (error) {
-          series.fail(errorCode(error));
-        }
-      }
+      while (performance.now() < deadline) await timeOne(caller, series);
       await caller.close().catch((error: unknown) => series.fail(`close: ${errorCode(error)}`));
     }),
   );
-  return { calls, samples: series.samples, errors: series.errors, errorCodes: series.errorCodes };
+  return {
+    calls: series.samples.length,
+    elapsedSeconds: (performance.now() - started) / 1000,
+    samples: series.samples,
+    errors: series.errors,
+    errorCodes: series.errorCodes,
+  };
 }
 
 function gitInfo(): { commit: string; workingTree: BenchResults['workingTree'] } {
@@ -194,31 +190,38 @@ function gitInfo(): { commit: string; workingTree: BenchResults['workingTree'] }
   }
 }
 
-function parseMode(argv: readonly string[]): BenchResults['mode'] | 'help' {
+function parseArguments(argv: readonly string[]): { mode: BenchResults['mode']; profile: boolean } | 'help' {
   let mode: BenchResults['mode'] = 'full';
+  let profile = false;
   for (const argument of argv) {
     if (argument === '--quick') mode = 'quick';
+    else if (argument === '--profile') profile = true;
     else if (argument === '--help' || argument === '-h') return 'help';
-    else throw new Error(`unknown argument ${argument}; use --quick or nothing (see --help)`);
+    else throw new Error(`unknown argument ${argument}; use --quick, --profile or nothing (see --help)`);
   }
-  return mode;
+  return { mode, profile };
 }
 
-const usage = `npm run bench [-- --quick]
+const usage = `npm run bench [-- --quick] [-- --profile]
 
 Measures toolgate against a bare Temporal baseline on a local dev server (loopback only):
 latency one call at a time, closed-loop throughput at 1, 10 and 50 callers, the pure pipeline,
 round trips read from histories and the worker's peak memory. Prints a table and writes
-bench/results.json and bench/report.html. --quick finishes in under a minute.`;
+bench/results.json and bench/report.html. --quick finishes in under a minute. --profile also writes
+a V8 CPU profile of each worker process (every thread) into a temp folder, named at the end.`;
 
 let interrupted = false;
 
 async function main(): Promise<void> {
-  const mode = parseMode(process.argv.slice(2));
-  if (mode === 'help') {
+  const parsed = parseArguments(process.argv.slice(2));
+  if (parsed === 'help') {
     process.stdout.write(`${usage}\n`);
     return;
   }
+  const { mode } = parsed;
+  const profileDirectory = parsed.profile
+    ? mkdtempSync(join(tmpdir(), 'toolgate-bench-profiles-'))
+    : undefined;
   const plan = plans[mode];
   const startedAt = new Date().toISOString();
   const git = gitInfo();
@@ -241,6 +244,13 @@ async function main(): Promise<void> {
 
   const harness = await startBenchHarness({
     log,
+    profileDirectory,
+    onWorkerExit: (message) => {
+      if (interrupted) return;
+      interrupted = true;
+      log(`${message}: stopping everything the bench started`);
+      void (stopHarness?.() ?? Promise.resolve()).finally(() => process.exit(1));
+    },
     exposeStop: (stop) => {
       stopHarness = stop;
     },
@@ -270,7 +280,10 @@ async function main(): Promise<void> {
       pure: measured.pure,
       roundTrips: measured.roundTrips,
       memory: measured.memory,
-      notes: notesFor(git.workingTree.dirty),
+      notes: notesFor(
+        git.workingTree.dirty,
+        measured.memory.some((memory) => Object.keys(memory.warnings).length > 0),
+      ),
     };
     const table = formatTable(results);
     process.stdout.write(`\n${table}\n\n`);
@@ -284,10 +297,11 @@ async function main(): Promise<void> {
   } finally {
     log('stopping the workers, the orders service and the Temporal server');
     await harness.stop();
+    if (profileDirectory !== undefined) log(`CPU profiles of the workers: ${profileDirectory}`);
   }
 }
 
-function notesFor(dirty: boolean): string[] {
+function notesFor(dirty: boolean, warned: boolean): string[] {
   const notes = [
     `Governed calls go through ToolGateClient.call (session admission + call update-with-start) in conversations of ${callsPerSession} calls; ` +
       'the full session is then ended (untimed one call at a time; inside the window under load).',
@@ -301,9 +315,33 @@ function notesFor(dirty: boolean): string[] {
     'Workers use default worker options; resident memory is each worker process alone, sampled every ' +
       `${rssSampleIntervalMs} ms; peak during the 50-caller phases.`,
   ];
+  notes.push(
+    'Throughput: every caller calls back to back for the phase; the calls in flight at its end finish and count, ' +
+      'so calls/s is all calls over the whole time. Worker CPU is the worker process (all threads) per call.',
+    'Round trips: counted in the histories of one conversation of reads (the session run divided by its calls), ' +
+      'one rejection and one bare run of each kind, taken after the load phases; the timings are those runs only.',
+  );
+  if (warned) {
+    notes.push(
+      'SDK warnings are counted, not printed after the first: TMPRL1104 means a workflow task ran over 5 s ' +
+        '(a task stays open while its local activities run).',
+    );
+  }
   if (dirty)
     notes.push('The working tree had uncommitted changes: results.json lists them and a digest of the diff.');
   return notes;
+}
+
+/** One throughput phase's figures, summed over rounds. */
+interface LoadTotal {
+  calls: number;
+  seconds: number;
+  perRound: number[];
+  samples: number[];
+  errors: number;
+  errorCodes: Record<string, number>;
+  cpuMicros: number;
+  loopDelayMaxMs: number;
 }
 
 interface Measured {
@@ -422,62 +460,65 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
       make: () => bareCaller({ harness, workflow: 'bareRead' }),
     },
   ];
-  log('throughput warm-up: 1 s of each scenario at 10 callers');
-  for (const entry of throughputScenarios) await closedLoop({ callers: 10, seconds: 1, make: entry.make });
-  const idle = {
-    toolgate: await harness.toolgateWorker.markRss(),
-    bare: await harness.bareWorker.markRss(),
-  };
-  const peaks = { toolgate: 0, bare: 0, toolgateSamples: 0, bareSamples: 0 };
+  log(`throughput warm-up: ${plan.throughputWarmupSeconds} s of each scenario at 10 callers`);
+  for (const entry of throughputScenarios)
+    await closedLoop({ callers: 10, seconds: plan.throughputWarmupSeconds, make: entry.make });
+  const idle = { toolgate: await harness.toolgateWorker.mark(), bare: await harness.bareWorker.mark() };
   const maxLevel = Math.max(...plan.levels);
-  const load = new Map<
-    string,
-    {
-      calls: number;
-      seconds: number;
-      perRound: number[];
-      samples: number[];
-      errors: number;
-      errorCodes: Record<string, number>;
-    }
-  >();
+  const peaks = {
+    toolgate: 0,
+    bare: 0,
+    toolgateSamples: 0,
+    bareSamples: 0,
+  };
+  const load = new Map<string, LoadTotal>();
   for (let round = 0; round < plan.throughputRounds; round++) {
     for (const callers of plan.levels) {
       const ordered = round % 2 === 0 ? throughputScenarios : [...throughputScenarios].reverse();
       for (const entry of ordered) {
-        const worker = entry.scenario === 'governed-read' ? harness.toolgateWorker : harness.bareWorker;
-        if (callers === maxLevel) await worker.markRss();
+        const governed = entry.scenario === 'governed-read';
+        const worker = governed ? harness.toolgateWorker : harness.bareWorker;
+        await worker.mark();
         const outcome = await closedLoop({ callers, seconds: plan.phaseSeconds, make: entry.make });
+        const usage = await worker.read();
         if (callers === maxLevel) {
-          const rss = await worker.readRss();
-          if (entry.scenario === 'governed-read') {
-            peaks.toolgate = Math.max(peaks.toolgate, rss.peakBytes);
-            peaks.toolgateSamples += rss.samples;
+          if (governed) {
+            peaks.toolgate = Math.max(peaks.toolgate, usage.peakBytes);
+            peaks.toolgateSamples += usage.samples;
           } else {
-            peaks.bare = Math.max(peaks.bare, rss.peakBytes);
-            peaks.bareSamples += rss.samples;
+            peaks.bare = Math.max(peaks.bare, usage.peakBytes);
+            peaks.bareSamples += usage.samples;
           }
         }
         const key = `${entry.scenario}@${callers}`;
-        const total = load.get(key) ?? {
+        const total: LoadTotal = load.get(key) ?? {
           calls: 0,
           seconds: 0,
           perRound: [],
           samples: [],
           errors: 0,
           errorCodes: {},
+          cpuMicros: 0,
+          loopDelayMaxMs: 0,
         };
+        const rate = outcome.calls / outcome.elapsedSeconds;
         total.calls += outcome.calls;
-        total.seconds += plan.phaseSeconds;
-        total.perRound.push(outcome.calls / plan.phaseSeconds);
+        total.seconds += outcome.elapsedSeconds;
+        total.perRound.push(rate);
         total.samples.push(...outcome.samples);
         total.errors += outcome.errors;
+        total.cpuMicros += usage.cpuMicros;
+        total.loopDelayMaxMs = Math.max(total.loopDelayMaxMs, usage.loopDelayMaxMs);
         for (const [code, count] of Object.entries(outcome.errorCodes))
           total.errorCodes[code] = (total.errorCodes[code] ?? 0) + count;
         load.set(key, total);
         log(
           `throughput round ${round + 1}/${plan.throughputRounds}: ${entry.label}, ${callers} callers: ` +
-            `${(outcome.calls / plan.phaseSeconds).toFixed(1)} calls/s${outcome.errors > 0 ? `, ${outcome.errors} errors` : ''}`,
+            `${rate.toFixed(1)} calls/s, p50 ${summarize(outcome.samples).p50.toFixed(0)} ms, worker CPU ` +
+            `${(usage.cpuMicros / 1000 / Math.max(1, outcome.calls)).toFixed(1)} ms/call` +
+            (outcome.errors > 0
+              ? `, ${outcome.errors} errors (${Object.keys(outcome.errorCodes).join(', ')})`
+              : ''),
         );
       }
     }
@@ -492,13 +533,15 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         scenario: entry.scenario,
         label: entry.label,
         callers,
-        seconds: total.seconds,
+        seconds: Math.round(total.seconds * 100) / 100,
         calls: total.calls,
         callsPerSecond: total.calls / total.seconds,
         perRound: total.perRound.map((rate) => Math.round(rate * 10) / 10),
         latency: summarize(total.samples),
         errors: total.errors,
         errorCodes: total.errorCodes,
+        workerCpuMsPerCall: total.cpuMicros / 1000 / Math.max(1, total.calls),
+        workerLoopDelayMaxMs: total.loopDelayMaxMs,
       });
       loadSamples.push({ scenario: entry.scenario, label: entry.label, callers, samples: total.samples });
     }
@@ -524,12 +567,14 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         idleMb: megabytes(idle.toolgate.currentBytes),
         peakMb: megabytes(peaks.toolgate),
         samples: peaks.toolgateSamples,
+        warnings: Object.fromEntries(harness.toolgateWorker.warnings),
       },
       {
         label: `bare worker, ${maxLevel} concurrent callers`,
         idleMb: megabytes(idle.bare.currentBytes),
         peakMb: megabytes(peaks.bare),
         samples: peaks.bareSamples,
+        warnings: Object.fromEntries(harness.bareWorker.warnings),
       },
     ],
   };

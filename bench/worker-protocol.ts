@@ -15,14 +15,26 @@ export type BenchWorkerConfig =
     }
   | { kind: 'bare'; address: string; taskQueue: string; ordersUrl: string };
 
-/** Messages from the parent. `rss-mark` starts a new peak window; `rss-read` reads it. */
-export type ParentMessage = { type: 'stop' } | { type: 'rss-mark' | 'rss-read'; id: number };
+/** Messages from the parent. `mark` answers the usage so far and starts a new window; `read` only answers. */
+export type ParentMessage = { type: 'stop' } | { type: 'mark' | 'read'; id: number };
+
+/** A worker process's usage since the last mark. */
+export interface WorkerUsage {
+  /** Resident memory now. */
+  currentBytes: number;
+  /** The highest resident memory sampled (every {@link rssSampleIntervalMs}). */
+  peakBytes: number;
+  samples: number;
+  /** CPU time of the whole process (every thread), user + system. */
+  cpuMicros: number;
+  /** Delay of the main thread's event loop. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+}
 
 /** Messages to the parent. */
 export type ChildMessage =
-  | { type: 'ready' }
-  | { type: 'failed'; message: string }
-  | { type: 'rss'; id: number; currentBytes: number; peakBytes: number; samples: number };
+  { type: 'ready' } | { type: 'failed'; message: string } | { type: 'usage'; id: number; usage: WorkerUsage };
 
 /** The environment variable that carries the config. */
 export const benchWorkerConfigVariable = 'TOOLGATE_BENCH_WORKER';
