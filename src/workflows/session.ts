@@ -77,7 +77,8 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     const snapshots = new Map<string, CallerPolicySnapshot>();
     let admissionsThisRun = 0;
     let activity = 0;
-    let busy = false;
+    let busy = 0;
+    let admissions: Promise<void> = Promise.resolve();
 
     const limits = () => {
       const session = state.caller ? snapshots.get(state.caller)?.callerPolicy?.session : undefined;
@@ -123,15 +124,18 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
 
     setHandler(sessionStatsQuery, stats);
 
-    setHandler(admitUpdate, async (request) => {
-      // One admission at a time, in arrival order: the counters are exact under concurrency.
-      await condition(() => !busy);
-      busy = true;
-      try {
-        return await admit(request);
-      } finally {
-        busy = false;
-      }
+    setHandler(admitUpdate, (request) => {
+      // One admission at a time, in arrival order (a promise chain, FIFO): the counters are exact
+      // under concurrency even though an admission awaits a local activity.
+      busy++;
+      const run = admissions.then(() => admit(request));
+      admissions = run.then(
+        () => undefined,
+        () => undefined,
+      );
+      return run.finally(() => {
+        busy--;
+      });
     });
 
     setHandler(callOutcomeSignal, (outcome) => {
@@ -316,7 +320,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
       const growing = workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
       if (growing) {
         // Continue-as-new aborts unfinished updates: let every admission in flight finish first.
-        await condition(() => allHandlersFinished() && !busy);
+        await condition(() => allHandlersFinished() && busy === 0);
         await continueAsNew<typeof toolSession>({
           session: input.session,
           carried: {
