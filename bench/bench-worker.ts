@@ -11,6 +11,7 @@ import { createCredentialMinter } from '../src/keys/credential-minter';
 import { readPrivateKey } from '../src/keys/key-files';
 import { checkPolicy } from '../src/policy/load-policy';
 import { createToolRegistry } from '../src/tools/tool-registry';
+import { prebuildWorkflowBundle } from '../src/workflow-bundle';
 import { createToolGateWorker } from '../src/worker';
 import { createBareActivities } from './bare-activities';
 import type { BenchWorkerConfig, ChildMessage, ParentMessage } from './worker-protocol';
@@ -107,7 +108,7 @@ async function createWorker(
       return Worker.create({
         connection,
         taskQueue: config.taskQueue,
-        workflowsPath: join(__dirname, 'bare-workflows.ts'),
+        workflowBundle: prebuildWorkflowBundle({ workflowsPath: join(__dirname, 'bare-workflows.ts') }),
         activities: createBareActivities({ ordersUrl: config.ordersUrl }),
       });
     case 'toolgate': {
@@ -123,7 +124,9 @@ async function createWorker(
       return createToolGateWorker({
         connection,
         taskQueue: config.taskQueue,
-        workflowsPath: join(projectRoot, 'examples', 'orders', 'workflows.ts'),
+        workflowBundle: prebuildWorkflowBundle({
+          workflowsPath: join(projectRoot, 'examples', 'orders', 'workflows.ts'),
+        }),
         tools: createOrdersTools({ ordersUrl: config.ordersUrl }),
         policy,
         audit,

@@ -46,6 +46,7 @@ export type { CallerPolicy, PolicyFile } from './policy/policy-schema';
 export { openSqliteAuditStore } from './audit/audit-store';
 export type { AuditRecord, AuditStore } from './audit/audit-store';
 export { createToolGateWorker } from './worker';
+export { prebuildWorkflowBundle } from './workflow-bundle';
 export type { ToolGateWorkerOptions } from './worker';
 export { ToolGateClient } from './client';
 export type { CallInput, ToolGateClientOptions } from './client';

@@ -13,6 +13,7 @@ import { loadPolicyFile } from '../../src/policy/load-policy';
 import { defaultTaskQueue } from '../../src/shared/temporal';
 import { createToolRegistry } from '../../src/tools/tool-registry';
 import { createToolGateWorker } from '../../src/worker';
+import { prebuildWorkflowBundle } from '../../src/workflow-bundle';
 import { startOrdersProcess } from './service/orders-process';
 
 const projectRoot = resolve(__dirname, '..', '..');
@@ -79,7 +80,11 @@ async function main(): Promise<void> {
       connection: nativeConnection,
       namespace: server.namespace,
       taskQueue: defaultTaskQueue,
-      workflowsPath: config.workflowsPath,
+      // Bundled in a child process: the worker keeps the bundle, not webpack's memory.
+      workflowBundle: prebuildWorkflowBundle({
+        workflowsPath: config.workflowsPath,
+        outFile: resolve(projectRoot, '.toolgate/workflow-bundle.js'),
+      }),
       tools: await config.implementations(),
       policy,
       audit,

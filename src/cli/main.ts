@@ -16,6 +16,7 @@ import { loadPolicyFile } from '../policy/load-policy';
 import { defaultTaskQueue } from '../shared/temporal';
 import { createToolRegistry } from '../tools/tool-registry';
 import { createToolGateWorker } from '../worker';
+import { prebuildWorkflowBundle } from '../workflow-bundle';
 import { formatResult } from './format-result';
 
 const usage = `toolgate: the governed executor for LLM tool calls
@@ -233,7 +234,7 @@ async function workerCommand(input: { values: Values; output: CliOutput }): Prom
       connection,
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
-      workflowsPath: config.workflowsPath,
+      workflowBundle: prebuildWorkflowBundle({ workflowsPath: config.workflowsPath }),
       tools: await config.implementations(),
       policy,
       audit,
