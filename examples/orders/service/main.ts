@@ -15,6 +15,7 @@ const USAGE = [
   '  --port N                    port on 127.0.0.1 (0 = any free port); default $ORDERS_PORT or 4100',
   '  --db PATH                   SQLite file (created and seeded on first open); default $ORDERS_DB or .toolgate/orders.sqlite',
   '  --allow-reset               enable POST /admin/reset (tests only)',
+  '  --exit-with-parent          exit when stdin closes (set by a parent process that spawns the service)',
   "  --minter-public-key PATH    the credential minter's public key (.pub, PEM); every refund then needs a credential",
   '                              it signed for exactly that refund; default $ORDERS_MINTER_PUBLIC_KEY, else unchecked',
 ].join('\n');
@@ -28,6 +29,8 @@ function readConfiguration(): {
   port: number;
   databasePath: string;
   allowReset: boolean;
+  /** Exit when stdin closes (the parent that spawned us died). */
+  exitWithParent: boolean;
   /** Where the minter key came from, and the key; absent when credentials are not checked. */
   minter?: { path: string; publicKeyHex: string };
 } {
@@ -35,6 +38,7 @@ function readConfiguration(): {
     port?: string;
     db?: string;
     'allow-reset'?: boolean;
+    'exit-with-parent'?: boolean;
     'minter-public-key'?: string;
     help?: boolean;
   };
@@ -44,6 +48,7 @@ function readConfiguration(): {
         port: { type: 'string' },
         db: { type: 'string' },
         'allow-reset': { type: 'boolean' },
+        'exit-with-parent': { type: 'boolean' },
         'minter-public-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -85,11 +90,17 @@ function readConfiguration(): {
       );
     }
   }
-  return { port, databasePath, allowReset: values['allow-reset'] ?? false, minter };
+  return {
+    port,
+    databasePath,
+    allowReset: values['allow-reset'] ?? false,
+    exitWithParent: values['exit-with-parent'] ?? false,
+    minter,
+  };
 }
 
 async function main(): Promise<void> {
-  const { port, databasePath, allowReset, minter } = readConfiguration();
+  const { port, databasePath, allowReset, exitWithParent, minter } = readConfiguration();
   if (databasePath !== ':memory:') mkdirSync(dirname(databasePath), { recursive: true });
   const service = await startOrdersService({
     databasePath,
@@ -121,6 +132,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  if (exitWithParent) {
+    // Started by a parent that holds our stdin: when it dies, however it dies, the pipe closes and we go too.
+    process.stdin.on('close', () => stop('SIGTERM'));
+    process.stdin.resume();
+  }
 }
 
 main().catch((error: unknown) => {

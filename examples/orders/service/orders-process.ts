@@ -38,6 +38,8 @@ export async function startOrdersProcess({
   const database = databasePath ?? join(directory!, 'orders.sqlite');
   const args = ['--import', 'tsx', MAIN_PATH, '--port', String(port), '--db', database];
   if (allowReset) args.push('--allow-reset');
+  // The child exits when our end of its stdin closes, so it never outlives us, even on SIGKILL.
+  args.push('--exit-with-parent');
   // Resolved here: the child runs in the project root, not in the caller's working directory.
   if (minterPublicKeyPath !== undefined) args.push('--minter-public-key', resolve(minterPublicKeyPath));
   // Whether credentials are checked is decided by the argument alone, never by an inherited variable.
@@ -46,7 +48,7 @@ export async function startOrdersProcess({
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
 
   // If the test process dies without calling stop(), do not leave the service running.
