@@ -25,6 +25,7 @@ import {
   decisionToEffect,
   governedReader,
   governedRejecter,
+  invalidRefundArguments,
   readOrderId,
   refundableAfterReset,
 } from './scenarios';
@@ -600,12 +601,7 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
     session: rejectSession,
     caller: benchCallers.refunder,
     tool: 'refund_order',
-    arguments: JSON.stringify({
-      order_id: readOrderId,
-      amount_cents: 25.9,
-      currency: 'BRL',
-      reason: 'damaged',
-    }),
+    arguments: invalidRefundArguments,
   });
   const bareIds = {
     bareRead: `bench-history-bare-${randomUUID()}`,

@@ -83,18 +83,21 @@ export function governedReader(harness: BenchHarness): SimulatedCaller {
   });
 }
 
+/** A refund of 25.9 cents: refused at step 3 (`INVALID_ARGUMENTS`), before any backend. */
+export const invalidRefundArguments = JSON.stringify({
+  order_id: readOrderId,
+  amount_cents: 25.9,
+  currency: 'BRL',
+  reason: 'damaged',
+});
+
 /** The governed rejection: a refund of 25.9 (not whole cents) by a caller allowed to refund. */
 export function governedRejecter(harness: BenchHarness): SimulatedCaller {
   return governedCaller({
     harness,
     caller: benchCallers.refunder,
     tool: 'refund_order',
-    arguments: JSON.stringify({
-      order_id: readOrderId,
-      amount_cents: 25.9,
-      currency: 'BRL',
-      reason: 'damaged',
-    }),
+    arguments: invalidRefundArguments,
     expectedCode: 'INVALID_ARGUMENTS',
     label: 'reject',
   });

@@ -5,7 +5,6 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
-import { canonicalJson } from './shared/canonical-json';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
 import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
@@ -309,7 +308,7 @@ function toolResultOfFailure(input: { error: unknown; callId: string }): ToolRes
     code: 'INTERNAL_ERROR',
     message: `Call ${callId} was stopped outside toolgate. Do not retry; tell the user.`,
     effect: 'unknown',
-    data: { reason: canonicalJson(cause?.name ?? errorName(error) ?? 'unknown') },
+    data: { reason: cause?.name ?? errorName(error) ?? 'unknown' },
   });
 }
 

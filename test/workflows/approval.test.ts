@@ -1,29 +1,17 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { ToolGateClient } from '../../src/client';
 import { signValue } from '../../src/keys/key-files';
 import type { DecisionEnvelope, SignedDecision } from '../../src/shared/approval';
 import { approvalNonce } from '../../src/shared/approval';
 import type { ToolResult } from '../../src/index';
-import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
-import { startHarness } from '../support/toolgate-harness';
+import { useHarness } from '../support/use-harness';
 
 let harness: ToolGateHarness;
 
-beforeAll(async () => {
-  harness = await startHarness({ address: temporalAddress() });
-});
-
-afterAll(async () => {
-  await harness?.stop();
-});
-
-beforeEach(async () => {
-  await harness.orders.api.reset();
-  harness.newSession();
-});
+useHarness((started) => (harness = started));
 
 const appliedRefunds = () => harness.orders.api.refundCount();
 

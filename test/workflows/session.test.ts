@@ -1,24 +1,18 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { ToolGateClient } from '../../src/client';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
+import { useHarness } from '../support/use-harness';
 import { startHarness } from '../support/toolgate-harness';
 
 let harness: ToolGateHarness;
 let session: string;
 
-beforeAll(async () => {
-  harness = await startHarness({ address: temporalAddress() });
-});
+useHarness((started) => (harness = started));
 
-afterAll(async () => {
-  await harness?.stop();
-});
-
-beforeEach(async () => {
-  await harness.orders.api.reset();
+beforeEach(() => {
   session = harness.newSession();
 });
 

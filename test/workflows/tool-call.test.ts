@@ -1,24 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { ToolGateHarness } from '../support/toolgate-harness';
-import { startHarness } from '../support/toolgate-harness';
+import { useHarness } from '../support/use-harness';
 import { explodeSecret } from '../support/test-tool-implementations';
-import { temporalAddress } from '../support/temporal';
 import type { ToolResult } from '../../src/index';
 
 let harness: ToolGateHarness;
 
-beforeAll(async () => {
-  harness = await startHarness({ address: temporalAddress() });
-});
-
-afterAll(async () => {
-  await harness?.stop();
-});
-
-beforeEach(async () => {
-  await harness.orders.api.reset();
-  harness.newSession();
-});
+useHarness((started) => (harness = started));
 
 const refunder = 'test-refunder';
 
