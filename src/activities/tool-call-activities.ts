@@ -1,10 +1,12 @@
 import { Context, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
 import type { CredentialMinter, ExecutionApproval } from '../keys/credential-minter';
 import { verifyWithNode } from '../keys/key-files';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import type { Proposal } from '../shared/proposal';
+import type { CallOutcome } from '../shared/session';
+import { callOutcomeSignal } from '../shared/session';
 import type { ImplementedTool, ToolImplementation } from '../tools/define-tool-implementation';
 import { toolErrorKind } from '../tools/tool-errors';
 
@@ -251,7 +253,34 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     async appendAuditRecord(record: AuditRecord): Promise<{ appended: boolean }> {
       return { appended: dependencies.audit.append(record) };
     },
+
+    /**
+     * A call's last step: appends its audit record, then reports its outcome to its session with the
+     * worker's client. The signal is in the session's history when this returns, so the session has
+     * counted the outcome before the agent can see it. Both are idempotent: a retried append writes
+     * once, and the session counts a run's report once.
+     */
+    async finishToolCall(input: FinishCallInput): Promise<{ appended: boolean; reported: boolean }> {
+      const appended = dependencies.audit.append(input.record);
+      if (!input.report) return { appended, reported: false };
+      try {
+        await Context.current()
+          .client.workflow.getHandle(input.report.sessionWorkflowId)
+          .signal(callOutcomeSignal, input.report.outcome);
+        return { appended, reported: true };
+      } catch (error) {
+        // The session has ended (it ignores late outcomes) or was never started (a raw client): nothing to count.
+        if (error instanceof WorkflowNotFoundError) return { appended, reported: false };
+        throw error;
+      }
+    },
   };
+}
+
+/** What `finishToolCall` receives: the audit record and, for an authenticated proposal, the session report. */
+export interface FinishCallInput {
+  record: AuditRecord;
+  report?: { sessionWorkflowId: string; outcome: CallOutcome };
 }
 
 function isSigned(input: { snapshot: CallerPolicySnapshot; check: SignedProposal }): boolean {

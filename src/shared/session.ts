@@ -28,6 +28,8 @@ export const admitUpdate = defineUpdate<AdmissionDecision, [AdmissionRequest]>('
 /** A call's final outcome, reported by the call to its session before it closes. */
 export interface CallOutcome {
   callId: string;
+  /** The call's run: a report sent twice (an activity retried) is counted once. Older calls omit it. */
+  runId?: string;
   tool: string;
   code: string;
   ok: boolean;

@@ -45,11 +45,14 @@ export interface SessionInput {
     openCircuits: Record<string, OpenCircuit>;
     codeCounts: Record<string, number>;
     recentAdmissions: [string, AdmissionDecision][];
+    /** The last runs whose outcomes were counted (`callId/runId`), so a repeated report counts once. */
+    reportedRuns?: string[];
     generation: number;
   };
 }
 
 const recentAdmissionsKept = 500;
+const reportedRunsKept = 200;
 const defaults = { stepBudget: 10, loopLimit: 3, circuitThreshold: 3, idleTimeoutMs: 30 * 60 * 1000 };
 
 /**
@@ -62,6 +65,9 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
   const continueAsNewAfter = options.continueAsNewAfter ?? 1_000;
   return async function toolSession(input: SessionInput): Promise<SessionStats> {
     const carried = input.carried;
+    // Runs from this version on keep one idle timer (re-armed only when it fires) instead of one per
+    // admission, and the older patch below is implied. Runs recorded before it replay the way they ran.
+    const oneTimer = patched('session-one-idle-timer');
     const state = {
       caller: carried?.caller,
       closed: carried?.closed ?? false,
@@ -75,8 +81,10 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     };
     const recentAdmissions = new Map<string, AdmissionDecision>(carried?.recentAdmissions ?? []);
     const snapshots = new Map<string, CallerPolicySnapshot>();
+    const reportedRuns = new Set<string>(carried?.reportedRuns ?? []);
     let admissionsThisRun = 0;
     let activity = 0;
+    let lastActivityAt = Date.now();
     let busy = 0;
     let admissions: Promise<void> = Promise.resolve();
 
@@ -140,6 +148,13 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
 
     setHandler(callOutcomeSignal, (outcome) => {
       if (state.closed) return; // an ended session ignores late outcomes
+      if (outcome.runId !== undefined) {
+        const run = `${outcome.callId}/${outcome.runId}`;
+        if (reportedRuns.has(run)) return; // a report sent again (its activity retried) counts once
+        reportedRuns.add(run);
+        if (reportedRuns.size > reportedRunsKept)
+          reportedRuns.delete(reportedRuns.values().next().value as string);
+      }
       state.codeCounts[outcome.code] = (state.codeCounts[outcome.code] ?? 0) + 1;
       if (outcome.ok) {
         delete state.streaks[outcome.tool];
@@ -188,16 +203,17 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         result: rejection({ tool: proposal.tool, callId: request.callId, code, message }),
       });
       const snapshot = await snapshotOf(proposal.caller);
-      const signed = patched('session-signature-by-worker')
-        ? await signedByWorker(request)
-        : snapshot?.callerKeyHex &&
-          request.signature !== undefined &&
-          verifySignature({
-            kind: 'proposal',
-            value: { callId: request.callId, proposal },
-            signature: request.signature,
-            publicKeyHex: snapshot.callerKeyHex,
-          });
+      const signed =
+        oneTimer || patched('session-signature-by-worker')
+          ? await signedByWorker(request)
+          : snapshot?.callerKeyHex &&
+            request.signature !== undefined &&
+            verifySignature({
+              kind: 'proposal',
+              value: { callId: request.callId, proposal },
+              signature: request.signature,
+              publicKeyHex: snapshot.callerKeyHex,
+            });
       // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
       if (
         !signed ||
@@ -212,6 +228,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
       }
       state.caller ??= proposal.caller;
       activity++;
+      lastActivityAt = Date.now();
       const decision = decide(request, reject);
       recentAdmissions.set(request.proposalId, decision);
       if (recentAdmissions.size > recentAdmissionsKept) {
@@ -302,15 +319,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     showDetails();
     // Live until ended or idle; continue as new when the history grows (Temporal's suggestion, or the test threshold).
     for (;;) {
-      const seen = activity;
-      const woke = await condition(
-        () =>
-          state.closed ||
-          activity !== seen ||
-          workflowInfo().continueAsNewSuggested ||
-          admissionsThisRun >= continueAsNewAfter,
-        limits().idleTimeoutMs,
-      );
+      const woke = oneTimer ? await untilIdleOrWoken() : await untilActivityOrIdle();
       if (!woke) {
         state.closed = true;
         state.closedReason = 'idle';
@@ -326,6 +335,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
           carried: {
             ...state,
             recentAdmissions: [...recentAdmissions.entries()],
+            reportedRuns: [...reportedRuns],
             generation: state.generation + 1,
           },
         });
@@ -333,5 +343,34 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     }
     await condition(allHandlersFinished);
     return stats();
+
+    /** True when the session was ended or grew; false once it has been idle for its idle timeout. */
+    async function untilIdleOrWoken(): Promise<boolean> {
+      const wake = () =>
+        state.closed || workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
+      const deadline = () => lastActivityAt + limits().idleTimeoutMs;
+      for (;;) {
+        const armed = deadline();
+        const remaining = armed - Date.now();
+        if (remaining <= 0) return wake();
+        // One timer for the whole idle window: an admission moves the deadline later, not the timer.
+        // A deadline moved earlier (the first caller's policy has a shorter timeout) re-arms it.
+        const woke = await condition(() => wake() || deadline() < armed, remaining);
+        if (woke && wake()) return true;
+      }
+    }
+
+    /** Older runs: a timer per wake-up, cancelled by each admission. */
+    async function untilActivityOrIdle(): Promise<boolean> {
+      const seen = activity;
+      return await condition(
+        () =>
+          state.closed ||
+          activity !== seen ||
+          workflowInfo().continueAsNewSuggested ||
+          admissionsThisRun >= continueAsNewAfter,
+        limits().idleTimeoutMs,
+      );
+    }
   };
 }

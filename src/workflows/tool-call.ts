@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { CheckOutcome, ExecutionApproval, ToolCallActivities } from '../activities/tool-call-activities';
 import type { AuditRecord } from '../audit/audit-store';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CallSnapshot } from '../activities/tool-call-activities';
 import type { DecisionRefusalCode } from '../shared/codes';
@@ -24,6 +25,7 @@ import { approvalNonce } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
 import type { Proposal } from '../shared/proposal';
 import { deriveCallId, parseArguments, proposalArgumentsDigest } from '../shared/proposal';
+import type { CallOutcome } from '../shared/session';
 import { callOutcomeSignal, sessionWorkflowId } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
 import type { ApprovalState, ApprovalView, CallState, ToolGateSinks } from '../shared/temporal';
@@ -94,6 +96,13 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
   return async function toolCall(input: ToolCallInput): Promise<ToolResult> {
     const info = workflowInfo();
     const callId = info.workflowId;
+    // Runs from this version on close in one workflow task when nothing waits: the worker appends the
+    // audit record and reports the outcome to the session in one local activity, search attributes
+    // are written together, and the older patches below are implied (one marker instead of three).
+    // Runs recorded before it replay the way they ran.
+    const oneTask = patched('call-closes-in-one-task');
+    const since = (patch: string): boolean => oneTask || patched(patch);
+    const queuedAttributes: SearchAttributeUpdatePair[] = [];
     const { proposal } = input;
     const startedAt = Date.now();
     const sinks = proxySinks<ToolGateSinks>();
@@ -176,16 +185,20 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       );
     }
     state.stage = 'recording';
-    upsertSearchAttributes([{ key: searchAttributes.toolCode, value: result.code }]);
+    setAttribute({ key: searchAttributes.toolCode, value: result.code }, { flush: true });
     setCurrentDetails(
       `${record.validatedArguments ? summaryOf() : proposal.tool}: ${result.code} (effect ${result.effect})`,
     );
     // The answer goes out only with the run's close, so a proposal made after it starts a new run
-    // (a fresh read, a retry after a rejection) instead of joining this one.
-    await recordAudit(result);
-    // The session counts this outcome before the agent sees it, so its next admission already knows.
-    // Histories recorded before sessions existed replay without the signal.
-    if (authenticated && patched('report-outcome-to-session')) await reportOutcome(result);
+    // (a fresh read, a retry after a rejection) instead of joining this one. The session counts this
+    // outcome before the agent sees it, so its next admission already knows.
+    if (oneTask) {
+      await finishCall(result);
+    } else {
+      await recordAudit(result);
+      // Histories recorded before sessions existed replay without the signal.
+      if (authenticated && patched('report-outcome-to-session')) await reportOutcome(result);
+    }
     state.result = result;
     state.pending = undefined;
     state.stage = 'done';
@@ -228,21 +241,61 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       );
     }
 
+    function outcomeOf(final: ToolResult): CallOutcome {
+      return { callId, runId: info.runId, tool: proposal.tool, code: final.code, ok: final.ok };
+    }
+
     async function reportOutcome(final: ToolResult): Promise<void> {
       try {
-        await getExternalWorkflowHandle(sessionWorkflowId(proposal.session)).signal(callOutcomeSignal, {
-          callId,
-          tool: proposal.tool,
-          code: final.code,
-          ok: final.ok,
-        });
+        const { runId: _runId, ...outcome } = outcomeOf(final);
+        await getExternalWorkflowHandle(sessionWorkflowId(proposal.session)).signal(
+          callOutcomeSignal,
+          outcome,
+        );
       } catch {
         // The session has ended (it ignores late outcomes) or was never started (a raw client): nothing to count.
       }
     }
 
+    /**
+     * The last step, in the run's last workflow task: the worker appends the audit record and signals
+     * the outcome to the session (the signal is in the session's history when the activity returns),
+     * then the run closes and answers.
+     */
+    async function finishCall(final: ToolResult): Promise<void> {
+      try {
+        await proxyLocalActivities<ToolCallActivities>({
+          startToCloseTimeout: '10s',
+          retry: { maximumAttempts: 10, maximumInterval: '5s' },
+        }).finishToolCall({
+          record: auditRecordOf(final),
+          ...(authenticated
+            ? {
+                report: { sessionWorkflowId: sessionWorkflowId(proposal.session), outcome: outcomeOf(final) },
+              }
+            : {}),
+        });
+      } catch (error) {
+        log.error('call could not be finished (audit record, session report)', {
+          callId,
+          error: String(error),
+        });
+      }
+    }
+
+    /** A search attribute: written at once by older runs; queued until the next wait or the close by newer ones. */
+    function setAttribute(pair: SearchAttributeUpdatePair, options: { flush?: boolean } = {}): void {
+      if (!oneTask) {
+        upsertSearchAttributes([pair]);
+        return;
+      }
+      queuedAttributes.push(pair);
+      if (options.flush) upsertSearchAttributes(queuedAttributes.splice(0));
+    }
+
     function setApprovalState(value: ApprovalState): void {
-      upsertSearchAttributes([{ key: searchAttributes.approvalState, value }]);
+      // Approval states are what ops watch live: written at once, with anything queued before them.
+      setAttribute({ key: searchAttributes.approvalState, value }, { flush: true });
     }
 
     async function runPipeline(): Promise<ToolResult> {
@@ -258,7 +311,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       record.policyVersion = snapshot.version;
       // The worker checks the signature natively while it loads the policy (one local activity); runs
       // recorded before that replay the sandbox's own check.
-      const signed = patched('signature-checked-by-worker')
+      const signed = since('signature-checked-by-worker')
         ? snapshot.proposalSigned === true
         : signedByCaller({ proposal, signature: input.signature });
       if (!signed) return unauthenticated();
@@ -319,7 +372,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       const verdict = evaluatePolicy({ contract, args, caller: proposal.caller, callerPolicy });
       record.riskLevel = verdict.riskLevel;
       state.riskLevel = verdict.riskLevel;
-      upsertSearchAttributes([{ key: searchAttributes.riskLevel, value: riskRank(verdict.riskLevel) }]);
+      setAttribute({ key: searchAttributes.riskLevel, value: riskRank(verdict.riskLevel) });
       if (!verdict.allowed)
         return reject(verdict.code, verdict.message, { effect: 'none', data: verdict.data });
 
@@ -336,7 +389,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       const activities = proxyActivities<ToolCallActivities>(activityOptions);
       // Read-only steps (checks, previews, read-backs, and a read tool's execution) run as local
       // activities: same retries, no server round trip each. Runs recorded before this replay as they ran.
-      const readSteps = patched('local-read-steps')
+      const readSteps = since('local-read-steps')
         ? proxyLocalActivities<ToolCallActivities>(activityOptions)
         : activities;
       const executor = contract.effect === 'read' ? readSteps : activities;
@@ -773,9 +826,9 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       });
     }
 
-    async function recordAudit(finalResult: ToolResult): Promise<void> {
+    function auditRecordOf(finalResult: ToolResult): AuditRecord {
       const finishedAt = Date.now();
-      const auditRecord: AuditRecord = {
+      return {
         callId,
         runId: info.runId,
         session: proposal.session,
@@ -797,6 +850,10 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         finishedAt: new Date(finishedAt).toISOString(),
         durationMs: finishedAt - startedAt,
       };
+    }
+
+    async function recordAudit(finalResult: ToolResult): Promise<void> {
+      const auditRecord = auditRecordOf(finalResult);
       try {
         // A local activity: the store is the worker's own, and the append costs no server round trip.
         await proxyLocalActivities<ToolCallActivities>({

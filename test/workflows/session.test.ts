@@ -1,7 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
+import { temporal } from '@temporalio/proto';
 import { ToolGateClient } from '../../src/client';
+import { callOutcomeSignal, sessionWorkflowId } from '../../src/shared/session';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -61,6 +63,54 @@ describe('admission under concurrency', () => {
       })
       .toBe(1);
     expect((await harness.client.sessionStats(session)).steps).toBe(10);
+  });
+});
+
+describe('round trips', () => {
+  const { EventType } = temporal.api.enums.v1;
+  const eventsOf = async (workflowId: string) =>
+    (await harness.temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const countOf = (events: { eventType?: number | null }[], type: number) =>
+    events.filter((event) => event.eventType === type).length;
+
+  it('closes a read in one workflow task, its outcome already counted by the session', async () => {
+    const first = await read('test-refunder');
+    expect(first.ok).toBe(true);
+    const call = await eventsOf(first.callId);
+    expect(countOf(call, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)).toBe(1);
+    expect(countOf(call, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED)).toBe(0);
+    expect((await harness.client.sessionStats(session)).codeCounts).toEqual({ OK: 1 });
+
+    expect((await read('test-refunder', 'ORD-1002')).ok).toBe(true);
+    expect((await read('test-refunder', 'ORD-1003')).ok).toBe(true);
+    const events = await eventsOf(sessionWorkflowId(session));
+    expect(countOf(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)).toBe(3);
+    expect(countOf(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED)).toBe(3);
+    // One idle timer for the window (re-armed at most once, when the caller's timeout is learnt), not one per call.
+    expect(countOf(events, EventType.EVENT_TYPE_TIMER_STARTED)).toBeLessThanOrEqual(2);
+  });
+
+  it('counts a run’s outcome once when its report arrives twice (a retried activity)', async () => {
+    expect((await read('test-refunder')).ok).toBe(true);
+    const handle = harness.temporal.workflow.getHandle(sessionWorkflowId(session));
+    const outcome = {
+      callId: 'tc-repeated',
+      runId: 'run-1',
+      tool: 'refund_order',
+      code: 'ORDER_NOT_FOUND',
+      ok: false,
+    };
+    await handle.signal(callOutcomeSignal, outcome);
+    await handle.signal(callOutcomeSignal, outcome);
+    await handle.signal(callOutcomeSignal, { ...outcome, runId: 'run-2' });
+    await expect
+      .poll(async () => (await harness.client.sessionStats(session)).codeCounts.ORDER_NOT_FOUND)
+      .toBe(2);
+    expect((await harness.client.sessionStats(session)).openCircuits).toEqual({});
+    await handle.signal(callOutcomeSignal, { ...outcome, runId: 'run-3' });
+    await expect
+      .poll(async () => (await harness.client.sessionStats(session)).openCircuits.refund_order?.count)
+      .toBe(3);
   });
 });
 
