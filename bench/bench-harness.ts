@@ -59,6 +59,8 @@ export interface BenchHarness {
   bareTaskQueue: string;
   toolgateWorker: WorkerChild;
   bareWorker: WorkerChild;
+  /** The Temporal server's process id, when this harness started it (its CPU is read from /proc). */
+  serverPid?: number;
   /** Stops everything that was started; safe to call more than once and concurrently. */
   stop(): Promise<void>;
 }
@@ -204,6 +206,7 @@ export async function startBenchHarness(input: {
       bareTaskQueue,
       toolgateWorker,
       bareWorker,
+      ...(server.pid !== undefined ? { serverPid: server.pid } : {}),
       stop,
     };
   }

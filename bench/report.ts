@@ -33,6 +33,10 @@ export interface ThroughputResult {
   errorCodes: Record<string, number>;
   /** CPU time of the scenario's worker process (all threads) per call. */
   workerCpuMsPerCall: number;
+  /** CPU time of the Temporal server process per call (NaN where /proc cannot be read). */
+  serverCpuMsPerCall: number;
+  /** CPU time of the bench's own process (the clients: signing, canonical JSON, gRPC) per call. */
+  clientCpuMsPerCall: number;
   /** The worst event-loop delay of the worker's main thread during the phases. */
   workerLoopDelayMaxMs: number;
 }
@@ -176,6 +180,46 @@ export function formatTable(results: BenchResults): string {
           fixed(governed?.workerCpuMsPerCall ?? nan),
           fixed(bare?.workerCpuMsPerCall ?? nan),
           `${governed?.errors ?? 0}/${bare?.errors ?? 0}`,
+        ]
+          .map((text) => padLeft(text, cell))
+          .join(''),
+    );
+  });
+
+  lines.push('');
+  const cpuColumns = [
+    'callers',
+    'gov wrk',
+    'gov srv',
+    'gov cli',
+    'gov all',
+    'bare wrk',
+    'bare srv',
+    'bare cli',
+  ];
+  lines.push(
+    pad('CPU per call (ms)', 24) +
+      [...cpuColumns, 'bare all', 'gov/bare'].map((h) => padLeft(h, cell)).join(''),
+  );
+  levels.forEach((callers, index) => {
+    const governed = results.throughput.find((t) => t.callers === callers && t.scenario === 'governed-read');
+    const bare = results.throughput.find((t) => t.callers === callers && t.scenario === 'bare-activity');
+    const all = (t: ThroughputResult | undefined) =>
+      t ? t.workerCpuMsPerCall + t.serverCpuMsPerCall + t.clientCpuMsPerCall : Number.NaN;
+    const legend = ['  worker, server, client', '  (bench), all three', ''][index] ?? '';
+    lines.push(
+      pad(legend, 24) +
+        [
+          String(callers),
+          fixed(governed?.workerCpuMsPerCall ?? Number.NaN),
+          fixed(governed?.serverCpuMsPerCall ?? Number.NaN),
+          fixed(governed?.clientCpuMsPerCall ?? Number.NaN),
+          fixed(all(governed)),
+          fixed(bare?.workerCpuMsPerCall ?? Number.NaN),
+          fixed(bare?.serverCpuMsPerCall ?? Number.NaN),
+          fixed(bare?.clientCpuMsPerCall ?? Number.NaN),
+          fixed(all(bare)),
+          `${fixed(ratio(all(governed), all(bare)), 2)}x`,
         ]
           .map((text) => padLeft(text, cell))
           .join(''),

@@ -4,7 +4,7 @@
 // bench/report.html. Progress goes to stderr; everything started is stopped on exit, error or Ctrl-C.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
@@ -318,7 +318,8 @@ function notesFor(dirty: boolean, warned: boolean): string[] {
   ];
   notes.push(
     'Throughput: every caller calls back to back for the phase; the calls in flight at its end finish and count, ' +
-      'so calls/s is all calls over the whole time. Worker CPU is the worker process (all threads) per call.',
+      'so calls/s is all calls over the whole time. Worker CPU is the worker process (all threads) per call; ' +
+      'server CPU is the Temporal server process (from /proc) and client CPU this bench process, over the same phase.',
     'Round trips: counted in the histories of one conversation of reads (the session run divided by its calls), ' +
       'one rejection and one bare run of each kind, taken after the load phases; the timings are those runs only.',
   );
@@ -342,7 +343,22 @@ interface LoadTotal {
   errors: number;
   errorCodes: Record<string, number>;
   cpuMicros: number;
+  serverCpuMicros: number;
+  clientCpuMicros: number;
   loopDelayMaxMs: number;
+}
+
+/** CPU time (user + system) of a process, from /proc; undefined where it cannot be read. */
+function processCpuMicros(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat, after the parenthesised command name, in clock ticks (100 Hz).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10_000 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 interface Measured {
@@ -480,7 +496,11 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         const governed = entry.scenario === 'governed-read';
         const worker = governed ? harness.toolgateWorker : harness.bareWorker;
         await worker.mark();
+        const serverBefore = processCpuMicros(harness.serverPid);
+        const clientBefore = process.cpuUsage();
         const outcome = await closedLoop({ callers, seconds: plan.phaseSeconds, make: entry.make });
+        const clientUsage = process.cpuUsage(clientBefore);
+        const serverAfter = processCpuMicros(harness.serverPid);
         const usage = await worker.read();
         if (callers === maxLevel) {
           if (governed) {
@@ -500,6 +520,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
           errors: 0,
           errorCodes: {},
           cpuMicros: 0,
+          serverCpuMicros: 0,
+          clientCpuMicros: 0,
           loopDelayMaxMs: 0,
         };
         const rate = outcome.calls / outcome.elapsedSeconds;
@@ -509,6 +531,9 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         total.samples.push(...outcome.samples);
         total.errors += outcome.errors;
         total.cpuMicros += usage.cpuMicros;
+        total.serverCpuMicros +=
+          serverBefore === undefined || serverAfter === undefined ? Number.NaN : serverAfter - serverBefore;
+        total.clientCpuMicros += clientUsage.user + clientUsage.system;
         total.loopDelayMaxMs = Math.max(total.loopDelayMaxMs, usage.loopDelayMaxMs);
         for (const [code, count] of Object.entries(outcome.errorCodes))
           total.errorCodes[code] = (total.errorCodes[code] ?? 0) + count;
@@ -542,6 +567,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         errors: total.errors,
         errorCodes: total.errorCodes,
         workerCpuMsPerCall: total.cpuMicros / 1000 / Math.max(1, total.calls),
+        serverCpuMsPerCall: total.serverCpuMicros / 1000 / Math.max(1, total.calls),
+        clientCpuMsPerCall: total.clientCpuMicros / 1000 / Math.max(1, total.calls),
         workerLoopDelayMaxMs: total.loopDelayMaxMs,
       });
       loadSamples.push({ scenario: entry.scenario, label: entry.label, callers, samples: total.samples });

@@ -33,6 +33,8 @@ export interface DevServer {
   /** Web UI address, absent when headless. */
   uiUrl?: string;
   namespace: string;
+  /** The server's process id, when toolgate started the process itself (for measurements). */
+  pid?: number;
   /** Stops the server and resolves once its process has exited; calling it again is harmless. */
   stop(): Promise<void>;
 }
@@ -248,7 +250,7 @@ async function startCliServer({
 
   const uiUrl = webPort === undefined ? undefined : `http://${loopback}:${webPort}`;
   log(`Temporal dev server ready on ${address}${uiUrl === undefined ? '' : `, Web UI ${uiUrl}`}`);
-  return { address, uiUrl, namespace, stop };
+  return { address, uiUrl, namespace, stop, ...(child.pid !== undefined ? { pid: child.pid } : {}) };
 }
 
 /** Fallback for machines without a CLI or Go: the SDK downloads the CLI and runs it. */
