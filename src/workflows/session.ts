@@ -21,7 +21,7 @@ import {
 } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
 import { rejection } from '../shared/tool-result';
-import { durationMs } from './tool-call';
+import { durationMs } from '../shared/durations';
 
 /** Options of the session workflow, fixed in the user's workflows module. */
 export interface SessionWorkflowOptions {
