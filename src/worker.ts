@@ -1,6 +1,7 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import { workflowBundlerOptions } from './workflow-bundle';
 import type { ToolGateSinks } from './shared/temporal';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import type { AuditStore } from './audit/audit-store';
@@ -59,7 +60,7 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     taskQueue: options.taskQueue ?? defaultTaskQueue,
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
-      : { workflowsPath: options.workflowsPath }),
+      : { workflowsPath: options.workflowsPath, bundlerOptions: workflowBundlerOptions }),
     activities,
     sinks: <InjectedSinks<ToolGateSinks>>{
       audit: {

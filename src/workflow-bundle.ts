@@ -2,7 +2,29 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { BundleOptions } from '@temporalio/worker';
 import { bundleWorkflowCode } from '@temporalio/worker';
+
+/**
+ * How toolgate bundles workflow code: webpack's production optimisations (module concatenation,
+ * used-exports and side-effects analysis), without minifying, so the bundle stays readable and keeps
+ * its source map. The SDK evaluates every bundled module again for each workflow run; concatenated
+ * modules cost about half as much per run (5 against 10 ms with zod and the orders contracts, on the
+ * bench machine), which is CPU and garbage on every call.
+ */
+export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = {
+  webpackConfigHook: (config) => ({
+    ...config,
+    mode: 'production',
+    optimization: {
+      ...config.optimization,
+      minimize: false,
+      usedExports: true,
+      sideEffects: true,
+      concatenateModules: true,
+    },
+  }),
+};
 
 /**
  * Bundles a workflows module in a short-lived child process and returns the bundle's path, for
@@ -21,7 +43,7 @@ export function prebuildWorkflowBundle(input: { workflowsPath: string; outFile?:
 }
 
 async function bundleToFile(workflowsPath: string, outFile: string): Promise<void> {
-  const { code } = await bundleWorkflowCode({ workflowsPath });
+  const { code } = await bundleWorkflowCode({ workflowsPath, ...workflowBundlerOptions });
   mkdirSync(dirname(outFile), { recursive: true });
   writeFileSync(outFile, code);
 }

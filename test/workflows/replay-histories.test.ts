@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
+import { workflowBundlerOptions } from '../../src/workflow-bundle';
 
 const directory = join(__dirname, '..', 'histories');
 const files = readdirSync(directory).filter((file) => file.endsWith('.history.bin'));
@@ -20,7 +21,10 @@ describe('recorded histories of representative calls', () => {
     const failures: string[] = [];
     let replayed = 0;
     for await (const result of Worker.runReplayHistories(
-      { workflowsPath: join(__dirname, '..', 'support', 'test-workflows.ts') },
+      {
+        workflowsPath: join(__dirname, '..', 'support', 'test-workflows.ts'),
+        bundlerOptions: workflowBundlerOptions,
+      },
       histories,
     )) {
       replayed++;
