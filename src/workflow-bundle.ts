@@ -16,6 +16,8 @@ export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = 
   webpackConfigHook: (config) => ({
     ...config,
     mode: 'production',
+    // Web performance hints (asset size limits) mean nothing for a bundle the worker loads from disk.
+    performance: { hints: false },
     optimization: {
       ...config.optimization,
       minimize: false,
