@@ -60,7 +60,17 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     taskQueue: options.taskQueue ?? defaultTaskQueue,
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
-      : { workflowsPath: options.workflowsPath, bundlerOptions: workflowBundlerOptions }),
+      : {
+          workflowsPath: options.workflowsPath,
+          // toolgate's bundling, then the caller's own options and webpack hook on top of it.
+          bundlerOptions: {
+            ...options.tuning?.bundlerOptions,
+            webpackConfigHook: (config) => {
+              const bundled = workflowBundlerOptions.webpackConfigHook(config);
+              return options.tuning?.bundlerOptions?.webpackConfigHook?.(bundled) ?? bundled;
+            },
+          },
+        }),
     activities,
     sinks: <InjectedSinks<ToolGateSinks>>{
       audit: {

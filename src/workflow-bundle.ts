@@ -12,7 +12,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
  * modules cost about half as much per run (5 against 10 ms with zod and the orders contracts, on the
  * bench machine), which is CPU and garbage on every call.
  */
-export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = {
+export const workflowBundlerOptions: Required<Pick<BundleOptions, 'webpackConfigHook'>> = {
   webpackConfigHook: (config) => ({
     ...config,
     mode: 'production',

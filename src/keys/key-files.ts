@@ -2,7 +2,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } 
 import type { KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { SignedKind } from '../shared/signatures';
+import type { SignatureCheck, SignedKind } from '../shared/signatures';
 import { signedText } from '../shared/signatures';
 
 /** Who a key belongs to: a caller (agent harness), an approver (a person), or the credential minter. */
@@ -68,12 +68,7 @@ const publicKeys = new Map<string, KeyObject>();
  * Verifies an Ed25519 signature with node:crypto (native, about a thousand times faster than the
  * pure-JS verifier the workflow sandbox would use); the same bytes and the same answer. Never throws.
  */
-export function verifyWithNode(input: {
-  kind: SignedKind;
-  value: unknown;
-  signature: string;
-  publicKeyHex: string;
-}): boolean {
+export function verifyWithNode(input: SignatureCheck): boolean {
   try {
     let key = publicKeys.get(input.publicKeyHex);
     if (!key) {

@@ -10,16 +10,19 @@ export function signedText(input: { kind: SignedKind; value: unknown }): string 
   return `toolgate/v1/${input.kind}\n${canonicalJson(input.value)}`;
 }
 
-/**
- * Verifies an Ed25519 signature (base64url) by a raw public key (hex). Pure JS, so it runs in the
- * workflow sandbox; never throws: a malformed key or signature is simply not valid.
- */
-export function verifySignature(input: {
+/** A signature to check: base64url Ed25519 over `signedText({ kind, value })`, by a raw public key (hex). */
+export interface SignatureCheck {
   kind: SignedKind;
   value: unknown;
   signature: string;
   publicKeyHex: string;
-}): boolean {
+}
+
+/**
+ * Verifies an Ed25519 signature (base64url) by a raw public key (hex). Pure JS, so it runs in the
+ * workflow sandbox; never throws: a malformed key or signature is simply not valid.
+ */
+export function verifySignature(input: SignatureCheck): boolean {
   try {
     const signature = base64UrlToBytes(input.signature);
     const publicKey = hexToBytes(input.publicKeyHex);

@@ -326,8 +326,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         showDetails();
       }
       if (state.closed) break;
-      const growing = workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
-      if (growing) {
+      if (growing()) {
         // Continue-as-new aborts unfinished updates: let every admission in flight finish first.
         await condition(() => allHandlersFinished() && busy === 0);
         await continueAsNew<typeof toolSession>({
@@ -344,10 +343,14 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     await condition(allHandlersFinished);
     return stats();
 
+    /** Whether this run's history has grown enough to continue as new (Temporal's suggestion, or the threshold). */
+    function growing(): boolean {
+      return workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
+    }
+
     /** True when the session was ended or grew; false once it has been idle for its idle timeout. */
     async function untilIdleOrWoken(): Promise<boolean> {
-      const wake = () =>
-        state.closed || workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
+      const wake = () => state.closed || growing();
       const deadline = () => lastActivityAt + limits().idleTimeoutMs;
       for (;;) {
         const armed = deadline();
@@ -363,14 +366,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     /** Older runs: a timer per wake-up, cancelled by each admission. */
     async function untilActivityOrIdle(): Promise<boolean> {
       const seen = activity;
-      return await condition(
-        () =>
-          state.closed ||
-          activity !== seen ||
-          workflowInfo().continueAsNewSuggested ||
-          admissionsThisRun >= continueAsNewAfter,
-        limits().idleTimeoutMs,
-      );
+      return await condition(() => state.closed || activity !== seen || growing(), limits().idleTimeoutMs);
     }
   };
 }

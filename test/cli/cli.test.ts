@@ -35,34 +35,26 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; erro
   return { code, out, error };
 }
 
+/** `toolgate call` for one caller and tool; `extra` adds options such as `--session` or `--json`. */
+function call(caller: string, tool: string, args: string, ...extra: string[]) {
+  return run('call', '--caller', caller, '--tool', tool, '--args', args, ...extra);
+}
+
 describe('toolgate CLI', () => {
   it('runs a governed read with `call --json` and exits 0', async () => {
-    const { code, out } = await run(
-      'call',
-      '--caller',
-      'readonly-bot',
-      '--tool',
-      'get_order',
-      '--args',
-      '{"order_id":"ORD-1002"}',
-      '--json',
-    );
+    const { code, out } = await call('readonly-bot', 'get_order', '{"order_id":"ORD-1002"}', '--json');
     expect(code).toBe(0);
     const result = JSON.parse(out) as ToolResult;
     expect(result).toMatchObject({ ok: true, code: 'OK', data: { order_id: 'ORD-1002', currency: 'USD' } });
   });
 
   it('runs a refund under a policy that lets it, then shows it with `status`', async () => {
-    const refund = await run(
-      'call',
-      '--caller',
+    const refund = await call(
       'test-refunder',
-      '--tool',
       'refund_order',
+      '{"order_id":"ORD-1002","amount_cents":500,"currency":"USD","reason":"damaged"}',
       '--session',
       `cli-${Date.now()}`,
-      '--args',
-      '{"order_id":"ORD-1002","amount_cents":500,"currency":"USD","reason":"damaged"}',
       '--json',
     );
     expect(refund.code).toBe(0);
@@ -76,15 +68,7 @@ describe('toolgate CLI', () => {
   });
 
   it('exits 1 with the code for a rejected call', async () => {
-    const { code, out } = await run(
-      'call',
-      '--caller',
-      'readonly-bot',
-      '--tool',
-      'refund_order',
-      '--args',
-      '{}',
-    );
+    const { code, out } = await call('readonly-bot', 'refund_order', '{}');
     expect(code).toBe(1);
     expect(out).toContain('TOOL_NOT_ALLOWED  refund_order');
   });
@@ -123,16 +107,12 @@ describe('toolgate CLI', () => {
   });
 
   it('lists a pending approval, approves it as alice with her key, and the refund runs once', async () => {
-    const pending = await run(
-      'call',
-      '--caller',
+    const pending = await call(
       'support-bot',
-      '--tool',
       'refund_order',
+      '{"order_id":"ORD-1003","amount_cents":700,"currency":"BRL","reason":"damaged"}',
       '--session',
       `cli-approve-${Date.now()}`,
-      '--args',
-      '{"order_id":"ORD-1003","amount_cents":700,"currency":"BRL","reason":"damaged"}',
       '--json',
     );
     expect(pending.code).toBe(1);
@@ -158,32 +138,12 @@ describe('toolgate CLI', () => {
 
   it('shows, resets and ends a session', async () => {
     const session = `cli-session-${Date.now()}`;
-    await run(
-      'call',
-      '--caller',
-      'readonly-bot',
-      '--tool',
-      'get_order',
-      '--session',
-      session,
-      '--args',
-      '{"order_id":"ORD-1001"}',
-    );
+    await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);
     const show = await run('sessions', 'show', session, '--json');
     expect(JSON.parse(show.out)).toMatchObject({ caller: 'readonly-bot', steps: 1, closed: false });
     expect((await run('sessions', 'reset', session)).code).toBe(0);
     expect((await run('sessions', 'end', session)).code).toBe(0);
-    const after = await run(
-      'call',
-      '--caller',
-      'readonly-bot',
-      '--tool',
-      'get_order',
-      '--session',
-      session,
-      '--args',
-      '{"order_id":"ORD-1001"}',
-    );
+    const after = await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);
     expect(after.out).toContain('SESSION_CLOSED');
   });
 });

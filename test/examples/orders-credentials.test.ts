@@ -17,6 +17,7 @@ import { signCredential } from '../../src/keys/credential-token';
 import { generateKeyPairFiles, readPrivateKey, readPublicKeyHex } from '../../src/keys/key-files';
 import type { CredentialClaims } from '../../src/shared/approval';
 import { canonicalJson, digestOf } from '../../src/shared/canonical-json';
+import { caught } from '../support/caught';
 
 type RefundRequest = Parameters<OrdersApiClient['refund']>[0];
 
@@ -79,16 +80,6 @@ function makeKeys(): {
     strangerKey: readPrivateKey(stranger.privateKey),
     remove: () => rmSync(directory, { recursive: true, force: true }),
   };
-}
-
-/** Runs `action` and returns what it threw; fails the test if it did not throw. */
-async function caught(action: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw, but it resolved');
 }
 
 async function expectRefusal(action: () => Promise<unknown>, code: string, status: number): Promise<string> {

@@ -12,19 +12,10 @@ import { startOrdersService } from '../../examples/orders/service/orders-service
 import type { CredentialCheck } from '../../examples/orders/service/orders-service';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
+import { caught } from '../support/caught';
 
 function newKey(): string {
   return `test-${randomUUID()}`;
-}
-
-/** Runs `action` and returns what it threw; fails the test if it did not throw. */
-async function caught(action: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw, but it resolved');
 }
 
 async function expectRejection(
