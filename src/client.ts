@@ -234,8 +234,10 @@ export class ToolGateClient {
         }
         const cause = (error as { cause?: { message?: string } }).cause;
         const text = `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
+        // The server also aborts an update that was not yet accepted when the session's workflow task
+        // fails to complete (a continue-as-new racing new updates): nothing was admitted, so ask again.
         const retryable =
-          /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE/i.test(
+          /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure/i.test(
             text,
           );
         if (!retryable || attempt >= 6) throw error;

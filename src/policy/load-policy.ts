@@ -4,6 +4,7 @@ import { readPublicKeyHex } from '../keys/key-files';
 import type { RiskLevel } from '../tools/risk-levels';
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
+import { nameRecord, ownValue } from '../shared/own-records';
 import { unwrap } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
 import type { CallerPolicy, PolicyFile } from './policy-schema';
@@ -130,7 +131,8 @@ export function checkPolicy(input: {
       return '';
     }
   };
-  const callerKeys: Record<string, string> = {};
+  // Keyed by names from outside (a harness names the caller, a decision its approver): no prototype.
+  const callerKeys = nameRecord<string>();
   for (const [caller, policy] of Object.entries(file.callers)) {
     callerKeys[caller] = keyOf(
       `callers.${caller}.publicKey`,
@@ -138,7 +140,7 @@ export function checkPolicy(input: {
       `run "toolgate keys generate --caller ${caller}"`,
     );
   }
-  const approvers: Record<string, ApproverView> = {};
+  const approvers = nameRecord<ApproverView>();
   for (const [name, approver] of Object.entries(file.approvers)) {
     approvers[name] = {
       publicKeyHex: keyOf(
@@ -150,7 +152,7 @@ export function checkPolicy(input: {
       operates: approver.operates,
     };
     approver.operates.forEach((caller, index) => {
-      if (!file.callers[caller])
+      if (!ownValue(file.callers, caller))
         problems.push(`approvers.${name}.operates.${index}: unknown caller "${caller}"`);
     });
   }
@@ -163,11 +165,11 @@ export function checkPolicy(input: {
     version,
     digest,
     file,
-    callerPolicy: (caller) => file.callers[caller] ?? null,
+    callerPolicy: (caller) => ownValue(file.callers, caller) ?? null,
     snapshotFor: (caller) => ({
       version,
-      callerPolicy: file.callers[caller] ?? null,
-      callerKeyHex: callerKeys[caller] ?? null,
+      callerPolicy: ownValue(file.callers, caller) ?? null,
+      callerKeyHex: ownValue(callerKeys, caller) ?? null,
       approvers,
     }),
   };

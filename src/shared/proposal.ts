@@ -4,6 +4,11 @@ import { canonicalJson, sha256Hex } from './canonical-json';
 export const maxToolNameLength = 200;
 /** The largest raw arguments text a proposal carries (UTF-8 bytes); larger ones are `INVALID_JSON`. */
 export const maxArgumentsBytes = 256 * 1024;
+/**
+ * The deepest nesting of arrays and objects arguments may have; deeper ones are `INVALID_JSON`
+ * before anything walks them. Tool arguments are a few levels deep; 64 leaves room for any schema.
+ */
+export const maxArgumentsDepth = 64;
 
 /**
  * One proposed call as it travels into the workflow: the model's raw text, capped so that no
@@ -19,6 +24,11 @@ export interface Proposal {
   argumentsTooLarge?: { bytes: number; sha256: string };
   /** Set when the model's tool name was longer than `maxToolNameLength` and was cut. */
   toolNameTruncated?: true;
+  /**
+   * Set when the harness gave an object that is not JSON (nested deeper than `maxArgumentsDepth`,
+   * cyclic, a BigInt): why, for the model's `INVALID_JSON`. `rawArguments` is then empty.
+   */
+  argumentsUnreadable?: string;
   intentId?: string;
 }
 
@@ -26,9 +36,21 @@ export interface Proposal {
 export type ParsedArguments =
   { ok: true; value: Record<string, unknown> } | { ok: false; message: string; parsedValue?: unknown };
 
-/** Parses raw arguments; an empty text means no arguments (`{}`), anything but an object is refused. */
+/**
+ * Parses raw arguments; an empty text means no arguments (`{}`), anything but an object is refused,
+ * and so is nesting deeper than `maxArgumentsDepth` (checked on the text, before parsing).
+ */
 export function parseArguments(rawArguments: string): ParsedArguments {
   if (rawArguments.trim() === '') return { ok: true, value: {} };
+  const depth = jsonNestingDepth(rawArguments);
+  if (depth > maxArgumentsDepth) {
+    return {
+      ok: false,
+      message:
+        `The arguments are nested ${depth} levels deep; the limit is ${maxArgumentsDepth}. ` +
+        "Send one JSON object with the tool's fields, as its schema nests them.",
+    };
+  }
   let value: unknown;
   try {
     value = JSON.parse(rawArguments);
@@ -47,6 +69,51 @@ export function parseArguments(rawArguments: string): ParsedArguments {
   return { ok: true, value: value as Record<string, unknown> };
 }
 
+/**
+ * How deeply arrays and objects nest in a JSON text (0 for a scalar), counted over the text without
+ * parsing it, so it is linear and never recurses. Brackets inside strings do not count.
+ */
+export function jsonNestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 0x5c)
+        index++; // a backslash escapes the next character
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x5b || code === 0x7b) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (code === 0x5d || code === 0x7d) depth--;
+  }
+  return deepest;
+}
+
+/**
+ * The JSON text of arguments a harness gave as an object, or why it has none: nested deeper than
+ * `maxArgumentsDepth` (measured with a stack, so any depth is safe, a cycle included), or not
+ * serialisable (a BigInt). Never throws.
+ */
+function argumentsText(value: Record<string, unknown>): { text: string } | { unreadable: string } {
+  const pending: [unknown, number][] = [[value, 1]];
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    const [current, depth] = item;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > maxArgumentsDepth) {
+      return { unreadable: `they are nested more than ${maxArgumentsDepth} levels deep (the limit)` };
+    }
+    for (const child of Object.values(current)) pending.push([child, depth + 1]);
+  }
+  try {
+    return { text: JSON.stringify(value) ?? '' };
+  } catch (error) {
+    return { unreadable: `they are not JSON (${error instanceof Error ? error.message : String(error)})` };
+  }
+}
+
 /** Builds the proposal the workflow receives, applying the caps; never throws on the model's input. */
 export function capProposal(input: {
   session: string;
@@ -55,13 +122,16 @@ export function capProposal(input: {
   arguments: string | Record<string, unknown>;
   intentId?: string;
 }): Proposal {
-  const rawText = typeof input.arguments === 'string' ? input.arguments : JSON.stringify(input.arguments);
+  const read =
+    typeof input.arguments === 'string' ? { text: input.arguments } : argumentsText(input.arguments);
+  const rawText = 'text' in read ? read.text : '';
   const proposal: Proposal = {
     session: input.session,
     caller: input.caller,
     tool: input.tool,
     rawArguments: rawText,
   };
+  if ('unreadable' in read) proposal.argumentsUnreadable = read.unreadable;
   if (input.tool.length > maxToolNameLength) {
     proposal.tool = input.tool.slice(0, maxToolNameLength);
     proposal.toolNameTruncated = true;
@@ -99,12 +169,13 @@ export function keyArguments(input: {
 }): unknown {
   const { proposal } = input;
   if (proposal.argumentsTooLarge) return { tooLarge: proposal.argumentsTooLarge.sha256 };
+  if (proposal.argumentsUnreadable !== undefined) return { unreadable: proposal.argumentsUnreadable };
   const parsed = parseArguments(proposal.rawArguments);
   if (!parsed.ok) return 'parsedValue' in parsed ? parsed.parsedValue : proposal.rawArguments;
   if (!input.idempotencyFields) return parsed.value;
   const restricted: Record<string, unknown> = {};
   for (const field of input.idempotencyFields) {
-    if (field in parsed.value) restricted[field] = parsed.value[field];
+    if (Object.hasOwn(parsed.value, field)) restricted[field] = parsed.value[field];
   }
   return restricted;
 }

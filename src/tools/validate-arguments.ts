@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AnyToolContract } from './define-tool';
 import { unwrap } from './define-tool';
+import { ownValue } from '../shared/own-records';
 
 /** One failing field, as the model is told about it. */
 export interface ArgumentIssue {
@@ -96,7 +97,7 @@ function fieldAt(input: { schema: z.ZodType; path: readonly string[] }): z.ZodTy
   let current: z.ZodType | undefined = input.schema;
   for (const key of input.path) {
     const inner: z.ZodType | undefined = current ? unwrap(current) : undefined;
-    if (inner instanceof z.ZodObject) current = (inner.shape as Record<string, z.ZodType>)[key];
+    if (inner instanceof z.ZodObject) current = ownValue(inner.shape as Record<string, z.ZodType>, key);
     else if (inner instanceof z.ZodArray) current = inner.element as z.ZodType;
     else return undefined;
   }

@@ -22,6 +22,7 @@ import {
 import { verifySignature } from '../shared/signatures';
 import { rejection } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
+import { nameRecord } from '../shared/own-records';
 
 /** Options of the session workflow, fixed in the user's workflows module. */
 export interface SessionWorkflowOptions {
@@ -47,13 +48,33 @@ export interface SessionInput {
     recentAdmissions: [string, AdmissionDecision][];
     /** The last runs whose outcomes were counted (`callId/runId`), so a repeated report counts once. */
     reportedRuns?: string[];
+    /**
+     * The caller's limits as the previous run knew them, so that what arrives before this run's first
+     * admission loads the policy (an outcome, the idle timer) is judged by them, not by the defaults.
+     */
+    limits?: SessionLimits;
+    /** When the session was last active (ms since the epoch), so the idle window spans runs. */
+    lastActivityAt?: number;
     generation: number;
   };
 }
 
+/** The limits a session enforces, from its caller's policy or the defaults. */
+export interface SessionLimits {
+  stepBudget: number;
+  loopLimit: number;
+  circuitThreshold: number;
+  idleTimeoutMs: number;
+}
+
 const recentAdmissionsKept = 500;
 const reportedRunsKept = 200;
-const defaults = { stepBudget: 10, loopLimit: 3, circuitThreshold: 3, idleTimeoutMs: 30 * 60 * 1000 };
+const defaults: SessionLimits = {
+  stepBudget: 10,
+  loopLimit: 3,
+  circuitThreshold: 3,
+  idleTimeoutMs: 30 * 60 * 1000,
+};
 
 /**
  * Creates the session workflow: durable state shared by every call of one conversation. It admits
@@ -73,10 +94,12 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
       closed: carried?.closed ?? false,
       closedReason: carried?.closedReason,
       steps: carried?.steps ?? 0,
-      loopCounts: { ...carried?.loopCounts },
-      streaks: { ...carried?.streaks },
-      openCircuits: { ...carried?.openCircuits },
-      codeCounts: { ...carried?.codeCounts },
+      // Keyed by tool names and codes from outside: records without a prototype, so `constructor` is
+      // a tool name like any other and never an inherited property.
+      loopCounts: nameRecord(carried?.loopCounts),
+      streaks: nameRecord(carried?.streaks),
+      openCircuits: nameRecord(carried?.openCircuits),
+      codeCounts: nameRecord(carried?.codeCounts),
       generation: carried?.generation ?? 0,
     };
     const recentAdmissions = new Map<string, AdmissionDecision>(carried?.recentAdmissions ?? []);
@@ -84,12 +107,15 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     const reportedRuns = new Set<string>(carried?.reportedRuns ?? []);
     let admissionsThisRun = 0;
     let activity = 0;
-    let lastActivityAt = Date.now();
+    let lastActivityAt = carried?.lastActivityAt ?? Date.now();
     let busy = 0;
     let admissions: Promise<void> = Promise.resolve();
 
-    const limits = () => {
-      const session = state.caller ? snapshots.get(state.caller)?.callerPolicy?.session : undefined;
+    const limits = (): SessionLimits => {
+      const snapshot = state.caller ? snapshots.get(state.caller) : undefined;
+      // Until this run has loaded the caller's policy, the previous run's view of it holds.
+      if (!snapshot && carried?.limits) return carried.limits;
+      const session = snapshot?.callerPolicy?.session;
       return {
         stepBudget: session?.stepBudget ?? defaults.stepBudget,
         loopLimit: session?.loopLimit ?? defaults.loopLimit,
@@ -335,6 +361,8 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
             ...state,
             recentAdmissions: [...recentAdmissions.entries()],
             reportedRuns: [...reportedRuns],
+            ...(state.caller !== undefined ? { limits: limits() } : {}),
+            lastActivityAt,
             generation: state.generation + 1,
           },
         });

@@ -23,6 +23,7 @@ import type { DecisionRefusalCode } from '../shared/codes';
 import type { SignedDecision } from '../shared/approval';
 import { approvalNonce } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
+import { ownValue } from '../shared/own-records';
 import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
 import type { Proposal } from '../shared/proposal';
 import { deriveCallId, parseArguments, proposalArgumentsDigest } from '../shared/proposal';
@@ -340,6 +341,13 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
             `Send only the fields ${contract.name} takes.`,
         );
       }
+      if (proposal.argumentsUnreadable !== undefined) {
+        return reject(
+          'INVALID_JSON',
+          `The arguments could not be read as JSON: ${proposal.argumentsUnreadable}. ` +
+            `Send one JSON object with the fields ${contract.name} takes.`,
+        );
+      }
       const parsed = parseArguments(proposal.rawArguments);
       if (!parsed.ok) return reject('INVALID_JSON', parsed.message);
 
@@ -383,7 +391,11 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         : activities;
       const executor = contract.effect === 'read' ? readSteps : activities;
       // What the implementation has (recorded with the policy): a step it lacks costs nothing.
-      const has = snapshot.capabilities?.[contract.name] ?? { check: true, preview: true, verify: true };
+      const has = ownValue(snapshot.capabilities, contract.name) ?? {
+        check: true,
+        preview: true,
+        verify: true,
+      };
       const activityInput = { tool: contract.name, callId, args };
 
       // Step 6: business checks (read-only).
@@ -658,7 +670,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
       if (current.denial || current.approvals.length >= current.quorum) {
         throw refuseDecision({ decision, code: 'ALREADY_DECIDED', reason: 'this round is already decided' });
       }
-      const approver = policy?.approvers[envelope.approver];
+      const approver = ownValue(policy?.approvers, envelope.approver);
       if (!approver) throw refuseDecision({ decision, code: 'APPROVER_UNKNOWN', reason: 'no such approver' });
       const signed = verifySignature({
         kind: 'decision',

@@ -73,6 +73,16 @@ describe('toolgate CLI', () => {
     expect(out).toContain('TOOL_NOT_ALLOWED  refund_order');
   });
 
+  it('answers arguments nested 3,000 levels deep with INVALID_JSON and exits 1, without a stack overflow', async () => {
+    const deep = `{"order_id":${'['.repeat(3_000)}1${']'.repeat(3_000)}}`;
+    const { code, out, error } = await call('readonly-bot', 'get_order', deep, '--json');
+    expect(error).toBe('');
+    expect(code).toBe(1);
+    const result = JSON.parse(out) as ToolResult;
+    expect(result).toMatchObject({ ok: false, code: 'INVALID_JSON', effect: 'none' });
+    expect(result.message).toContain('nested 3001 levels deep; the limit is 64');
+  });
+
   it('exits 2 with the usage for a call missing its arguments, and 3 when Temporal is unreachable', async () => {
     const usage = await run('call', '--tool', 'get_order');
     expect(usage.code).toBe(2);

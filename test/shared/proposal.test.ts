@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex } from '../../src/shared/canonical-json';
-import { capProposal, deriveCallId, maxArgumentsBytes, parseArguments } from '../../src/shared/proposal';
+import {
+  capProposal,
+  deriveCallId,
+  jsonNestingDepth,
+  maxArgumentsBytes,
+  maxArgumentsDepth,
+  parseArguments,
+  proposalArgumentsDigest,
+} from '../../src/shared/proposal';
 
 const base = { session: 's1', caller: 'support-bot', tool: 'refund_order' };
 
@@ -104,5 +112,50 @@ describe('proposal caps', () => {
     expect(parseArguments('"text"').ok).toBe(false);
     expect(parseArguments('[]').ok).toBe(false);
     expect(parseArguments('{"a":1}')).toEqual({ ok: true, value: { a: 1 } });
+  });
+});
+
+describe('nesting depth', () => {
+  const deepText = (depth: number) => `{"a":${'['.repeat(depth - 1)}1${']'.repeat(depth - 1)}}`;
+
+  it('counts the nesting of a JSON text without parsing it, ignoring brackets inside strings', () => {
+    expect(jsonNestingDepth('1')).toBe(0);
+    expect(jsonNestingDepth('{"a":[1,{"b":[]}]}')).toBe(4);
+    expect(jsonNestingDepth('{"a":"[[[{{{\\"[[["}')).toBe(1);
+    expect(jsonNestingDepth(deepText(3_000))).toBe(3_000);
+  });
+
+  it(`accepts ${maxArgumentsDepth} levels and refuses one more as INVALID_JSON, naming the limit`, () => {
+    expect(parseArguments(deepText(maxArgumentsDepth)).ok).toBe(true);
+    const refused = parseArguments(deepText(maxArgumentsDepth + 1));
+    expect(refused.ok).toBe(false);
+    expect(!refused.ok && refused.message).toContain(
+      `nested ${maxArgumentsDepth + 1} levels deep; the limit is ${maxArgumentsDepth}`,
+    );
+  });
+
+  it('derives a call id for arguments nested to the byte cap, as text or as an object, without throwing', () => {
+    const depth = maxArgumentsBytes / 2 - 8;
+    const text = `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(maxArgumentsBytes);
+    const fromText = capProposal({ ...base, arguments: text });
+    expect(deriveCallId({ proposal: fromText })).toMatch(/^tc-[0-9a-f]{64}$/);
+    expect(proposalArgumentsDigest(fromText)).toMatch(/^[0-9a-f]{64}$/);
+
+    let value: unknown = 1;
+    for (let level = 0; level < 200_000; level++) value = [value];
+    const fromObject = capProposal({ ...base, arguments: { a: value } });
+    expect(fromObject.rawArguments).toBe('');
+    expect(fromObject.argumentsUnreadable).toContain(`more than ${maxArgumentsDepth} levels`);
+    expect(deriveCallId({ proposal: fromObject })).toMatch(/^tc-[0-9a-f]{64}$/);
+  });
+
+  it('marks cyclic and BigInt objects as unreadable instead of throwing', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(capProposal({ ...base, arguments: cyclic }).argumentsUnreadable).toContain('levels');
+    const big = capProposal({ ...base, arguments: { amount_cents: 10n } });
+    expect(big.argumentsUnreadable).toMatch(/not JSON/);
+    expect(deriveCallId({ proposal: big })).toMatch(/^tc-/);
   });
 });
