@@ -130,7 +130,7 @@ export async function startBenchHarness(input: {
     await prepareNamespace({ connection, namespace: server.namespace });
 
     log('starting the orders service');
-    const orders = await startOrdersProcess({ allowReset: true, minterPublicKeyPath: minterKeys.publicKey });
+    const orders = await startOrdersProcess({ testMode: true, minterPublicKeyPath: minterKeys.publicKey });
     track(() => orders.stop());
 
     const auditPath = join(directory, 'audit.sqlite');

@@ -95,14 +95,14 @@ export type OrdersApiClient = {
   refundCount(input?: { orderId?: string }): Promise<number>;
   /** Test helper: how many order reads, refund requests and key lookups the service has answered. */
   businessRequestCount(): Promise<number>;
-  /** Test helper: arms fault switches for one key; omitted switches keep their current count. */
+  /** Test helper: arms fault switches for one key; omitted switches keep their current count (only when the service runs with --test-mode). */
   setFaults(input: {
     idempotencyKey: string;
     loseResponseAfterCommit?: number;
     unavailable?: number;
     lookupUnavailable?: number;
   }): Promise<OrdersFaultSwitches>;
-  /** Test helper: restores the seed orders and clears refunds and faults (only when the service runs with --allow-reset). */
+  /** Test helper: restores the seed orders and clears refunds and faults (only when the service runs with --test-mode). */
   reset(): Promise<void>;
 };
 

@@ -62,7 +62,8 @@ async function main(): Promise<void> {
     const minterKeys = generateKeyPairFiles({ directory: config.keysDirectory, owner: { kind: 'minter' } });
 
     const orders = await startOrdersProcess({
-      allowReset: false,
+      // No fault switches and no reset: nobody who reaches the port may arm faults or wipe the data.
+      testMode: false,
       port: ordersPort,
       databasePath: resolve(projectRoot, '.toolgate/orders.sqlite'),
       minterPublicKeyPath: minterKeys.publicKey,

@@ -21,13 +21,16 @@ export interface PendingApproval {
   quorum: number;
 }
 
+/** A decision that changed nothing, with its decision code (or `CALL_NOT_FOUND`) and why. */
+export type DecisionRefusal = { accepted: false; code: string; message: string };
+
 /** The answer to a decision: accepted with the round's state, or refused with a decision code. */
-export type DecisionOutcome =
-  ({ accepted: true } & DecisionReceipt) | { accepted: false; code: string; message: string };
+export type DecisionOutcome = ({ accepted: true } & DecisionReceipt) | DecisionRefusal;
 
 /**
  * The approver's side: lists pending calls, shows one, and sends signed decisions. Every decision
- * it sends is logged to the audit store (when given) before the answer, accepted or refused.
+ * it is asked to send is logged to the audit store (when given) before the answer, accepted or
+ * refused, including those it does not send because the call has closed or does not exist.
  */
 export class ApprovalAdmin {
   private readonly client: Client;
@@ -85,7 +88,11 @@ export class ApprovalAdmin {
     }
   }
 
-  /** Signs a decision for the call's open round with the approver's own key and sends it. */
+  /**
+   * Signs a decision for the call's open round with the approver's own key and sends it. A call
+   * with no open round (decided, expired, closed, or not there) is refused without sending, and the
+   * refusal is logged like any other attempt.
+   */
   async decide(input: {
     callId: string;
     approver: string;
@@ -94,16 +101,21 @@ export class ApprovalAdmin {
     reason: string;
   }): Promise<DecisionOutcome> {
     const state = await this.show(input.callId);
-    if (!state)
-      return {
-        accepted: false,
-        code: 'CALL_NOT_FOUND',
-        message: `No call ${input.callId} is visible to you.`,
-      };
-    const approval = state.approval;
-    if (!approval || approval.state !== 'pending') {
-      const code = approval?.state === 'expired' ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED';
-      return { accepted: false, code, message: `${code}: this call has no open approval` };
+    const approval = state?.approval;
+    if (!state || !approval || approval.state !== 'pending') {
+      const outcome = closedCallRefusal({ callId: input.callId, state });
+      // Nothing was signed or sent: the attempt names the run of the call's last round ('' when it had none).
+      this.audit?.appendDecisionAttempt({
+        updateId: randomUUID(),
+        callId: input.callId,
+        runId: approval?.runId ?? '',
+        approver: input.approver,
+        decision: input.decision,
+        outcome: outcome.code,
+        source: 'admin',
+        envelope: null,
+      });
+      return outcome;
     }
     const envelope: DecisionEnvelope = {
       callId: input.callId,
@@ -133,7 +145,7 @@ export class ApprovalAdmin {
         .executeUpdate(decideUpdate, { args: [input.decision], updateId });
       outcome = { ...receipt, accepted: true };
     } catch (error) {
-      outcome = refusalOf(error);
+      outcome = refusalOf(error) ?? (await this.closedRunRefusal(input.callId));
     }
     this.audit?.appendDecisionAttempt({
       updateId,
@@ -147,15 +159,37 @@ export class ApprovalAdmin {
     });
     return outcome;
   }
+
+  /** No run took the decision: says why from the call's last state (decided when it cannot be read). */
+  private async closedRunRefusal(callId: string): Promise<DecisionRefusal> {
+    let state: CallState | null;
+    try {
+      state = await this.show(callId);
+    } catch {
+      return { accepted: false, code: 'ALREADY_DECIDED', message: 'ALREADY_DECIDED: this call has closed' };
+    }
+    return closedCallRefusal({ callId, state });
+  }
 }
 
-function refusalOf(error: unknown): { accepted: false; code: string; message: string } {
+/** The workflow's refusal of a decision; undefined when no run took it (the run has closed, or never was). */
+function refusalOf(error: unknown): DecisionRefusal | undefined {
   const cause = (error as { cause?: { type?: string; message?: string } }).cause;
   if (cause?.type) return { accepted: false, code: cause.type, message: cause.message ?? cause.type };
   const message = error instanceof Error ? error.message : String(error);
-  // The run closed before the decision arrived: decided, or expired.
-  if (/completed|closed|not found/i.test(message)) {
-    return { accepted: false, code: 'ALREADY_DECIDED', message: `ALREADY_DECIDED: ${message}` };
+  const notFound = error instanceof Error && error.name === 'WorkflowNotFoundError';
+  if (notFound || /completed|closed|not found/i.test(message)) {
+    return undefined;
   }
   throw error;
+}
+
+/** Why a call with no open round takes no decision: it does not exist, it expired, or it was decided. */
+function closedCallRefusal(input: { callId: string; state: CallState | null }): DecisionRefusal {
+  if (!input.state) {
+    return { accepted: false, code: 'CALL_NOT_FOUND', message: `No call ${input.callId} is visible to you.` };
+  }
+  // An expiry is never reported as a decision: the approver is told the window closed.
+  const code = input.state.approval?.state === 'expired' ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED';
+  return { accepted: false, code, message: `${code}: this call has no open approval` };
 }

@@ -5,6 +5,7 @@ import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CredentialClaims, SignedDecision } from '../shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
+import { ownValue } from '../shared/own-records';
 import { verifySignature } from '../shared/signatures';
 import type { AnyToolContract } from '../tools/define-tool';
 import { riskRank } from '../tools/risk-levels';
@@ -67,8 +68,8 @@ export function createCredentialMinter(input: {
         const approvers = new Set<string>();
         for (const decision of approval.decisions) {
           const { envelope } = decision;
-          const approver = policy.file.approvers[envelope.approver];
-          const key = policy.snapshotFor(caller).approvers[envelope.approver]?.publicKeyHex;
+          const approver = ownValue(policy.file.approvers, envelope.approver);
+          const key = ownValue(policy.snapshotFor(caller).approvers, envelope.approver)?.publicKeyHex;
           const valid =
             approver !== undefined &&
             key !== undefined &&
@@ -94,13 +95,15 @@ export function createCredentialMinter(input: {
           throw new MintRefusal(`${approvers.size} distinct approver(s), ${quorum} needed`);
         }
       }
+      const issuedAt = Math.floor(Date.now() / 1000);
       const claims: CredentialClaims = {
         op: contract.name,
         resource: contract.resource(args),
         callId,
         argsDigest,
         jti: randomUUID(),
-        exp: Math.floor(Date.now() / 1000) + maxCredentialSeconds,
+        iat: issuedAt,
+        exp: issuedAt + maxCredentialSeconds,
       };
       return signCredential({ claims, privateKey: input.privateKey });
     },

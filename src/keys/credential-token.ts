@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { canonicalJson } from '../shared/canonical-json';
 import type { CredentialClaims } from '../shared/approval';
+import { maxCredentialSeconds } from '../shared/approval';
 import { verifySignature } from '../shared/signatures';
 import { signValue } from './key-files';
 
@@ -9,6 +10,9 @@ export function signCredential(input: { claims: CredentialClaims; privateKey: Ke
   const signature = signValue({ kind: 'credential', value: input.claims, privateKey: input.privateKey });
   return `${Buffer.from(canonicalJson(input.claims), 'utf8').toString('base64url')}.${signature}`;
 }
+
+/** How far ahead of the backend's clock a minter's clock may be: a credential issued later than this is refused. */
+export const credentialClockSkewSeconds = 5;
 
 /** Why a credential was refused, as a backend reports it. */
 export type CredentialRefusal =
@@ -19,9 +23,11 @@ export type CredentialRefusal =
   | 'CREDENTIAL_REPLAYED';
 
 /**
- * Checks a credential as a backend must: the minter's signature, the expiry, and that it was
- * minted for exactly this operation, resource, idempotency key and arguments. `jti` reuse is the
- * backend's own check (it needs storage). Returns the claims, or why they are refused.
+ * Checks a credential as a backend must: the minter's signature; its time bounds, which a genuine
+ * signature does not excuse (an issue time `iat` no later than now plus the clock skew, a lifetime
+ * `exp - iat` of at most `maxCredentialSeconds`, an expiry not passed); and that it was minted for
+ * exactly this operation, resource, idempotency key and arguments. `jti` reuse is the backend's
+ * own check (it needs storage). Returns the claims, or why they are refused.
  */
 export function verifyCredential(input: {
   token: string | null;
@@ -54,7 +60,31 @@ export function verifyCredential(input: {
     return { ok: false, code: 'CREDENTIAL_INVALID', message: 'The credential is not one the minter signed.' };
   }
   const now = input.nowSeconds ?? Math.floor(Date.now() / 1000);
-  if (typeof claims.exp !== 'number' || claims.exp < now) {
+  // The signature says who minted it, not that it is short-lived: a leaked minter key or a minter
+  // bug must not yield a credential that works for years, so its lifetime is bounded here too.
+  const { iat, exp } = claims as { iat?: unknown; exp?: unknown };
+  if (typeof iat !== 'number' || !Number.isFinite(iat)) {
+    return {
+      ok: false,
+      code: 'CREDENTIAL_INVALID',
+      message: 'The credential has no numeric issue time (iat), so its lifetime cannot be bounded.',
+    };
+  }
+  if (typeof exp === 'number' && exp - iat > maxCredentialSeconds) {
+    return {
+      ok: false,
+      code: 'CREDENTIAL_INVALID',
+      message: `The credential lives ${exp - iat} s, longer than the ${maxCredentialSeconds} s a credential may live.`,
+    };
+  }
+  if (iat > now + credentialClockSkewSeconds) {
+    return {
+      ok: false,
+      code: 'CREDENTIAL_INVALID',
+      message: `The credential was issued ${iat - now} s in the future, more than the ${credentialClockSkewSeconds} s of clock skew allowed.`,
+    };
+  }
+  if (typeof exp !== 'number' || exp < now) {
     return {
       ok: false,
       code: 'CREDENTIAL_EXPIRED',

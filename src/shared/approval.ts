@@ -42,7 +42,9 @@ export interface CredentialClaims {
   argsDigest: string;
   /** Unique per credential; a backend accepts each once. */
   jti: string;
-  /** Expiry, in seconds since the epoch; at most 60 s after minting. */
+  /** Issue time, in seconds since the epoch; backends bound the lifetime `exp - iat`. */
+  iat: number;
+  /** Expiry, in seconds since the epoch; at most `maxCredentialSeconds` after `iat`. */
   exp: number;
 }
 

@@ -16,7 +16,7 @@ import type { CredentialCheck, VerifyCredential } from '../../examples/orders/se
 import { signCredential } from '../../src/keys/credential-token';
 import { generateKeyPairFiles, readPrivateKey, readPublicKeyHex } from '../../src/keys/key-files';
 import type { CredentialClaims } from '../../src/shared/approval';
-import { canonicalJson, digestOf } from '../../src/shared/canonical-json';
+import { digestOf } from '../../src/shared/canonical-json';
 import { caught } from '../support/caught';
 
 type RefundRequest = Parameters<OrdersApiClient['refund']>[0];
@@ -54,30 +54,25 @@ function claimsFor(request: RefundRequest, overrides: Partial<CredentialClaims> 
     callId: request.idempotencyKey,
     argsDigest: digestOf(args),
     jti: randomUUID(),
+    iat: nowSeconds(),
     exp: nowSeconds() + 60,
     ...overrides,
   };
 }
 
-/** Makes a minter key pair (and a stranger's) in a fresh temp dir; `remove()` deletes it. */
+/** Makes a minter key pair in a fresh temp dir; `remove()` deletes it. */
 function makeKeys(): {
   minterPublicKeyPath: string;
   minterPublicKeyHex: string;
   minterKey: KeyObject;
-  strangerKey: KeyObject;
   remove(): void;
 } {
   const directory = mkdtempSync(join(tmpdir(), 'toolgate-credentials-'));
   const minter = generateKeyPairFiles({ directory, owner: { kind: 'minter' } });
-  const stranger = generateKeyPairFiles({
-    directory: join(directory, 'stranger'),
-    owner: { kind: 'minter' },
-  });
   return {
     minterPublicKeyPath: minter.publicKey,
     minterPublicKeyHex: readPublicKeyHex(minter.publicKey),
     minterKey: readPrivateKey(minter.privateKey),
-    strangerKey: readPrivateKey(stranger.privateKey),
     remove: () => rmSync(directory, { recursive: true, force: true }),
   };
 }
@@ -102,17 +97,8 @@ describe('orders service with --minter-public-key (real process)', () => {
     privateKey: KeyObject = keys.minterKey,
   ): string => signCredential({ claims: claimsFor(request, overrides), privateKey });
 
-  // Every refusal test starts from one applied refund, so "unchanged" is checked against a non-empty state.
+  // Every test starts from one applied refund, so counts are checked against a non-empty state.
   const baseline = refundOf({ amountCents: 1000 });
-
-  async function expectUnchanged(refused?: RefundRequest): Promise<void> {
-    expect(await api.refundCount()).toBe(1);
-    expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(1000);
-    expect((await api.getOrder({ orderId: 'ORD-1003' })).refundedCents).toBe(0);
-    if (refused && refused.idempotencyKey !== baseline.idempotencyKey) {
-      expect(await api.findRefundByKey({ idempotencyKey: refused.idempotencyKey })).toBeNull();
-    }
-  }
 
   beforeAll(async () => {
     keys = makeKeys();
@@ -145,155 +131,9 @@ describe('orders service with --minter-public-key (real process)', () => {
     });
   });
 
-  type RefusalCase = {
-    /** The request sent, with the credential it carries (none when absent). */
-    send: () => RefundRequest;
-    code: string;
-    status: 401 | 403;
-    /** A word the message must contain, e.g. the claim that did not match. */
-    mentions?: string;
-  };
-  const refusalCases: [string, RefusalCase][] = [
-    ['no credential', { send: () => refundOf(), code: 'CREDENTIAL_MISSING', status: 401 }],
-    [
-      'a credential signed by another key',
-      {
-        send: () => {
-          const request = refundOf();
-          return { ...request, credential: credentialFor(request, {}, keys.strangerKey) };
-        },
-        code: 'CREDENTIAL_INVALID',
-        status: 401,
-      },
-    ],
-    [
-      'a credential whose claims were changed after signing',
-      {
-        send: () => {
-          // A genuine signature over a 1-cent refund, put under the claims of this refund.
-          const request = refundOf();
-          const [, signature] = credentialFor({ ...request, amountCents: 1 }).split('.');
-          const forged = Buffer.from(canonicalJson(claimsFor(request)), 'utf8').toString('base64url');
-          return { ...request, credential: `${forged}.${signature}` };
-        },
-        code: 'CREDENTIAL_INVALID',
-        status: 401,
-      },
-    ],
-    [
-      'something that is not a credential',
-      {
-        send: () => ({ ...refundOf(), credential: 'opaque-token' }),
-        code: 'CREDENTIAL_INVALID',
-        status: 401,
-      },
-    ],
-    [
-      'an expired credential',
-      {
-        send: () => {
-          const request = refundOf();
-          return { ...request, credential: credentialFor(request, { exp: nowSeconds() - 5 }) };
-        },
-        code: 'CREDENTIAL_EXPIRED',
-        status: 401,
-      },
-    ],
-    [
-      'a credential minted for a refund on another order',
-      {
-        send: () => {
-          const request = refundOf();
-          const other = { ...request, orderId: 'ORD-1003' };
-          return { ...request, credential: credentialFor(other) };
-        },
-        code: 'CREDENTIAL_SCOPE_MISMATCH',
-        status: 403,
-        mentions: 'resource',
-      },
-    ],
-    [
-      'a credential minted for another operation',
-      {
-        send: () => {
-          const request = refundOf();
-          return { ...request, credential: credentialFor(request, { op: 'get_order' }) };
-        },
-        code: 'CREDENTIAL_SCOPE_MISMATCH',
-        status: 403,
-        mentions: 'op',
-      },
-    ],
-    [
-      'a credential minted for another idempotency key',
-      {
-        send: () => {
-          const request = refundOf();
-          return { ...request, credential: credentialFor({ ...request, idempotencyKey: newKey() }) };
-        },
-        code: 'CREDENTIAL_SCOPE_MISMATCH',
-        status: 403,
-        mentions: 'callId',
-      },
-    ],
-    ...(
-      [
-        ['amount', { amountCents: 2591 }],
-        // Checked before the business rules: without the credential check this would be CURRENCY_MISMATCH.
-        ['currency', { currency: 'USD' }],
-        ['reason', { reason: 'customer_request' }],
-      ] as const
-    ).map(([field, change]): [string, RefusalCase] => [
-      `a credential minted for another ${field}`,
-      {
-        send: () => {
-          const minted = refundOf();
-          return { ...minted, ...change, credential: credentialFor(minted) };
-        },
-        code: 'CREDENTIAL_SCOPE_MISMATCH',
-        status: 403,
-        mentions: 'argsDigest',
-      },
-    ]),
-  ];
-
-  it.each(refusalCases)(
-    'refuses %s and changes nothing',
-    async (_label, { send, code, status, mentions }) => {
-      const request = send();
-      const message = await expectRefusal(() => api.refund(request), code, status);
-      if (mentions) expect(message).toContain(mentions);
-      await expectUnchanged(request);
-    },
-  );
-
-  it('refuses a malformed Authorization header as CREDENTIAL_INVALID and changes nothing', async () => {
-    const response = await fetch(`${service.url}/orders/ORD-1001/refunds`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'idempotency-key': newKey(),
-        authorization: 'Basic dXNlcjpwYXNz',
-      },
-      body: JSON.stringify({ amount_cents: 2590, currency: 'BRL', reason: 'damaged' }),
-    });
-    expect(response.status).toBe(401);
-    expect(await response.json()).toMatchObject({ code: 'CREDENTIAL_INVALID' });
-    await expectUnchanged();
-  });
-
-  // Decision: a jti is accepted once, full stop. The same credential sent again with the same
-  // Idempotency-Key is refused too, although the service would only replay the stored refund; a
-  // caller retrying a refund mints a new credential for each attempt (the next test).
-  it('refuses the same credential sent again with the same key as CREDENTIAL_REPLAYED', async () => {
-    const request = refundOf();
-    const credential = credentialFor(request);
-    await api.refund({ ...request, credential });
-
-    await expectRefusal(() => api.refund({ ...request, credential }), 'CREDENTIAL_REPLAYED', 403);
-    expect(await api.refundCount()).toBe(2);
-    expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(3590);
-  });
+  // The refusals (missing, foreign, edited, expired, long-lived, out of scope, replayed) are attacks:
+  // test/attacks/credential-attacks.test.ts sends each to the real orders process. Here: what a
+  // genuine caller relies on.
 
   it('replays a refund whose response was lost when the retry brings a newly minted credential', async () => {
     const request = refundOf();
@@ -303,41 +143,6 @@ describe('orders service with --minter-public-key (real process)', () => {
 
     const retry = await api.refund({ ...request, credential: credentialFor(request) });
     expect(retry.replayed).toBe(true);
-    expect(await api.refundCount()).toBe(2);
-    expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(3590);
-  });
-
-  it('refuses a used jti in a credential otherwise valid for a fresh key as CREDENTIAL_REPLAYED', async () => {
-    const jti = randomUUID();
-    const first = refundOf();
-    await api.refund({ ...first, credential: credentialFor(first, { jti }) });
-    expect(await api.refundCount()).toBe(2);
-
-    // Signed by the minter for exactly this refund and key; only the jti was used before.
-    const second = refundOf();
-    await expectRefusal(
-      () => api.refund({ ...second, credential: credentialFor(second, { jti }) }),
-      'CREDENTIAL_REPLAYED',
-      403,
-    );
-    expect(await api.refundCount()).toBe(2);
-    expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(3590);
-    expect(await api.findRefundByKey({ idempotencyKey: second.idempotencyKey })).toBeNull();
-  });
-
-  it('accepts one credential sent concurrently exactly once', async () => {
-    const request = refundOf();
-    const credential = credentialFor(request);
-    const settled = await Promise.allSettled(
-      Array.from({ length: 6 }, () => api.refund({ ...request, credential })),
-    );
-
-    expect(settled.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
-    for (const result of settled) {
-      if (result.status === 'rejected') {
-        expect(result.reason).toMatchObject({ code: 'CREDENTIAL_REPLAYED', status: 403 });
-      }
-    }
     expect(await api.refundCount()).toBe(2);
     expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(3590);
   });

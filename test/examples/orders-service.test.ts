@@ -520,11 +520,11 @@ describe('orders service (real process over HTTP)', () => {
   });
 });
 
-describe('orders service without --allow-reset', () => {
+describe('orders service without --test-mode', () => {
   let service: OrdersProcess;
 
   beforeAll(async () => {
-    service = await startOrdersProcess({ allowReset: false });
+    service = await startOrdersProcess({ testMode: false });
   }, 60_000);
 
   afterAll(async () => {
@@ -546,6 +546,25 @@ describe('orders service without --allow-reset', () => {
       }),
     ).toEqual(refund);
     expect(await service.api.refundCount()).toBe(1);
+  });
+
+  it('has no fault switches: POST /faults answers 404 and a later refund is answered', async () => {
+    const idempotencyKey = newKey();
+    await expectRejection(
+      () => service.api.setFaults({ idempotencyKey, loseResponseAfterCommit: 1, unavailable: 3 }),
+      'NOT_FOUND',
+      404,
+    );
+    const { refund, replayed } = await service.api.refund({
+      orderId: 'ORD-1001',
+      amountCents: 700,
+      currency: 'BRL',
+      reason: 'damaged',
+      idempotencyKey,
+    });
+    expect(replayed).toBe(false);
+    expect(refund.idempotencyKey).toBe(idempotencyKey);
+    expect(await service.api.findRefundByKey({ idempotencyKey })).toEqual(refund);
   });
 });
 

@@ -7,7 +7,7 @@ import { verifyCredential } from '../../src/keys/credential-token';
 import { publicKeyHex, signValue } from '../../src/keys/key-files';
 import { checkPolicy } from '../../src/policy/load-policy';
 import type { DecisionEnvelope } from '../../src/shared/approval';
-import { approvalNonce } from '../../src/shared/approval';
+import { approvalNonce, maxCredentialSeconds } from '../../src/shared/approval';
 import { digestOf } from '../../src/shared/canonical-json';
 import { createToolRegistry } from '../../src/tools/tool-registry';
 
@@ -93,7 +93,9 @@ describe('the credential minter trusts no flag from the workflow', () => {
       expected: { op: 'refund_order', resource: 'order:ORD-1003', callId, argsDigest: digestOf(args) },
     });
     expect(checked.ok).toBe(true);
-    if (checked.ok) expect(checked.claims.exp - Date.now() / 1000).toBeLessThanOrEqual(60);
+    if (!checked.ok) return;
+    expect(Math.abs(checked.claims.iat - Date.now() / 1000)).toBeLessThanOrEqual(5);
+    expect(checked.claims.exp - checked.claims.iat).toBe(maxCredentialSeconds);
   });
 
   it.each([

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import type { Worker } from '@temporalio/worker';
+import type { Logger, Worker } from '@temporalio/worker';
 import { createOrdersTools } from '../../examples/orders/orders-implementations';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { KeyObject } from 'node:crypto';
@@ -62,10 +62,14 @@ export async function startHarness(input: {
   taskQueue?: string;
   /** Reuse these keys (another harness's), so two harnesses serve the same callers. */
   keysDirectory?: string;
+  /** The minter's own copy of the policy, when it must differ from the workers' (default: the same). */
+  minterPolicy?: PolicyFileInput;
+  /** The worker runtime's logger, when this process's first harness installs it (default: errors only). */
+  logger?: Logger;
 }): Promise<ToolGateHarness> {
   if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    Runtime.install({ logger: input.logger ?? new DefaultLogger('ERROR') });
     runtimeInstalled = true;
   }
   const directory = mkdtempSync(join(tmpdir(), 'toolgate-test-'));
@@ -118,9 +122,12 @@ export async function startHarness(input: {
     const taskQueue = input.taskQueue ?? `test-${randomUUID()}`;
     const nativeConnection = await NativeConnection.connect({ address: input.address });
     cleanups.push(() => nativeConnection.close());
+    const minterPolicy = input.minterPolicy
+      ? checkPolicy({ source: 'test minter policy', value: input.minterPolicy, registry, keysDirectory })
+      : policy;
     const minter = createCredentialMinter({
       privateKey: readPrivateKey(minterKeys.privateKey),
-      policy: () => policy,
+      policy: () => minterPolicy,
     });
     const tools = [...createOrdersTools({ ordersUrl: orders.url }), ...createTestTools()];
     const startWorker = async (): Promise<() => Promise<void>> => {

@@ -1,8 +1,5 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { temporal } from '@temporalio/proto';
-import { ToolGateClient } from '../../src/client';
 import { callOutcomeSignal, sessionWorkflowId } from '../../src/shared/session';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -183,15 +180,7 @@ describe('durability', () => {
   });
 });
 
-describe('session end and authentication', () => {
-  it('refuses every call of an ended session with SESSION_CLOSED', async () => {
-    expect((await read('test-refunder')).ok).toBe(true);
-    await harness.client.endSession(session);
-    const after = await read('test-refunder', 'ORD-1002');
-    expect(after).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
-    expect(await harness.client.endSession(session)).toBeNull(); // ending it again changes nothing
-  });
-
+describe('session end', () => {
   it('keeps a session ended before its first call ended', async () => {
     await harness.client.endSession(session, { reason: 'conversation abandoned' });
     expect(await read('test-refunder')).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
@@ -223,32 +212,5 @@ describe('session end and authentication', () => {
       effect: 'applied',
     });
     expect(await harness.orders.api.refundCount()).toBe(1);
-  });
-
-  it('uses no step for an unsigned proposal', async () => {
-    expect((await read('test-refunder')).ok).toBe(true);
-    const unsigned = new ToolGateClient({
-      client: harness.temporal,
-      tools: ordersContracts,
-      taskQueue: harness.taskQueue,
-      callerKey: () => undefined,
-    });
-    const forged = new ToolGateClient({
-      client: harness.temporal,
-      tools: ordersContracts,
-      taskQueue: harness.taskQueue,
-      callerKey: () => generateKeyPairSync('ed25519').privateKey,
-    });
-    for (const client of [unsigned, forged]) {
-      const result = await client.call({
-        session,
-        caller: 'test-refunder',
-        tool: 'refund_order',
-        arguments: harness.refundArguments(),
-      });
-      expect(result.code).toBe('UNAUTHENTICATED_CALLER');
-    }
-    expect((await harness.client.sessionStats(session)).steps).toBe(1);
-    expect(await harness.orders.api.refundCount()).toBe(0);
   });
 });

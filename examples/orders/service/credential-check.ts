@@ -1,5 +1,6 @@
 import { verifyCredential } from '../../../src/keys/credential-token';
 import type { CredentialRefusal } from '../../../src/keys/credential-token';
+import { maxCredentialSeconds } from '../../../src/shared/approval';
 import { digestOf } from '../../../src/shared/canonical-json';
 import type { OrdersDatabase } from './orders-database';
 import type { CredentialCheck, CredentialVerdict, VerifyCredential } from './orders-service';
@@ -19,7 +20,8 @@ const REFUSALS: Record<CredentialRefusal, { status: 401 | 403; advice: string }>
   CREDENTIAL_INVALID: {
     status: 401,
     advice:
-      'Send the credential exactly as minted, by the minter whose public key this service was started with.',
+      `Send the credential exactly as minted (it lives at most ${maxCredentialSeconds} s from its issue time), ` +
+      'by the minter whose public key this service was started with.',
   },
   CREDENTIAL_EXPIRED: {
     status: 401,
@@ -66,8 +68,8 @@ function expectedClaimsOf(check: CredentialCheck): {
 }
 
 /**
- * A credential check that accepts a refund only with a credential the minter signed, not expired,
- * minted for exactly this refund, and never accepted before. It records the credential's `jti` only
+ * A credential check that accepts a refund only with a credential the minter signed, issued now for
+ * at most `maxCredentialSeconds` and not expired, minted for exactly this refund, and never accepted before. It records the credential's `jti` only
  * when it accepts, and changes nothing else; a refusal carries its code and what to do about it.
  */
 export function createCredentialCheck({

@@ -1,6 +1,6 @@
 // Entry point of the orders service process. Configuration is read here and nowhere else.
 //
-//   tsx examples/orders/service/main.ts [--port N] [--db PATH] [--allow-reset] [--minter-public-key PATH]
+//   tsx examples/orders/service/main.ts [--port N] [--db PATH] [--test-mode] [--minter-public-key PATH]
 //
 // Prints exactly one line to stdout once listening, `orders-service listening on http://127.0.0.1:<port>`,
 // so a parent process can start it with --port 0 and parse the port it got.
@@ -11,10 +11,11 @@ import { readPublicKeyHex } from '../../../src/keys/key-files';
 import { startOrdersService } from './orders-service';
 
 const USAGE = [
-  'usage: main.ts [--port N] [--db PATH] [--allow-reset] [--minter-public-key PATH]',
+  'usage: main.ts [--port N] [--db PATH] [--test-mode] [--minter-public-key PATH]',
   '  --port N                    port on 127.0.0.1 (0 = any free port); default $ORDERS_PORT or 4100',
   '  --db PATH                   SQLite file (created and seeded on first open); default $ORDERS_DB or .toolgate/orders.sqlite',
-  '  --allow-reset               enable POST /admin/reset (tests only)',
+  '  --test-mode                 serve POST /faults (per-key fault switches) and POST /admin/reset; tests only:',
+  '                              neither is authenticated, so anyone who reaches the port could use them',
   '  --exit-with-parent          exit when stdin closes (set by a parent process that spawns the service)',
   "  --minter-public-key PATH    the credential minter's public key (.pub, PEM); every refund then needs a credential",
   '                              it signed for exactly that refund; default $ORDERS_MINTER_PUBLIC_KEY, else unchecked',
@@ -28,7 +29,8 @@ function fail(message: string): never {
 function readConfiguration(): {
   port: number;
   databasePath: string;
-  allowReset: boolean;
+  /** Serve the unauthenticated test routes, POST /faults and POST /admin/reset. */
+  testMode: boolean;
   /** Exit when stdin closes (the parent that spawned us died). */
   exitWithParent: boolean;
   /** Where the minter key came from, and the key; absent when credentials are not checked. */
@@ -37,7 +39,7 @@ function readConfiguration(): {
   let values: {
     port?: string;
     db?: string;
-    'allow-reset'?: boolean;
+    'test-mode'?: boolean;
     'exit-with-parent'?: boolean;
     'minter-public-key'?: string;
     help?: boolean;
@@ -47,7 +49,7 @@ function readConfiguration(): {
       options: {
         port: { type: 'string' },
         db: { type: 'string' },
-        'allow-reset': { type: 'boolean' },
+        'test-mode': { type: 'boolean' },
         'exit-with-parent': { type: 'boolean' },
         'minter-public-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -93,19 +95,19 @@ function readConfiguration(): {
   return {
     port,
     databasePath,
-    allowReset: values['allow-reset'] ?? false,
+    testMode: values['test-mode'] ?? false,
     exitWithParent: values['exit-with-parent'] ?? false,
     minter,
   };
 }
 
 async function main(): Promise<void> {
-  const { port, databasePath, allowReset, exitWithParent, minter } = readConfiguration();
+  const { port, databasePath, testMode, exitWithParent, minter } = readConfiguration();
   if (databasePath !== ':memory:') mkdirSync(dirname(databasePath), { recursive: true });
   const service = await startOrdersService({
     databasePath,
     port,
-    allowReset,
+    testMode,
     minterPublicKeyHex: minter?.publicKeyHex,
   });
   // stderr, so stdout keeps its one listening line.

@@ -20,13 +20,17 @@ const LISTENING_LINE = /^orders-service listening on (http:\/\/127\.0\.0\.1:\d+)
 
 /** Spawns the real orders service (`--port 0`, a fresh database in a temp dir) and resolves once it prints its listening line. */
 export async function startOrdersProcess({
-  allowReset = true,
+  testMode = true,
   startTimeoutMs = 30_000,
   databasePath,
   port = 0,
   minterPublicKeyPath,
 }: {
-  allowReset?: boolean;
+  /**
+   * `--test-mode`: serve the unauthenticated `POST /faults` and `POST /admin/reset` (default true, since
+   * tests start the service this way; a service for people to use passes false).
+   */
+  testMode?: boolean;
   startTimeoutMs?: number;
   /** Keep the data in this file (it survives a restart); a fresh temp file, removed by stop(), when absent. */
   databasePath?: string;
@@ -37,7 +41,7 @@ export async function startOrdersProcess({
   const directory = databasePath ? undefined : mkdtempSync(join(tmpdir(), 'toolgate-orders-'));
   const database = databasePath ?? join(directory!, 'orders.sqlite');
   const args = ['--import', 'tsx', MAIN_PATH, '--port', String(port), '--db', database];
-  if (allowReset) args.push('--allow-reset');
+  if (testMode) args.push('--test-mode');
   // The child exits when our end of its stdin closes, so it never outlives us, even on SIGKILL.
   args.push('--exit-with-parent');
   // Resolved here: the child runs in the project root, not in the caller's working directory.

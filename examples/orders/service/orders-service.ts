@@ -237,14 +237,19 @@ function notFound(): HttpError {
   );
 }
 
-/** Builds the orders HTTP server (not listening); it answers every request, bad input included, without crashing. */
+/**
+ * Builds the orders HTTP server (not listening); it answers every request, bad input included, without crashing.
+ * Only with `testMode` does it serve the routes that let anyone who reaches the port change what it
+ * does or holds: `POST /faults` and `POST /admin/reset`.
+ */
 export function createOrdersServer({
   database,
-  allowReset = false,
+  testMode = false,
   verifyCredential = acceptAnyCredential,
 }: {
   database: OrdersDatabase;
-  allowReset?: boolean;
+  /** Serve `POST /faults` and `POST /admin/reset` (tests only: neither is authenticated). */
+  testMode?: boolean;
   verifyCredential?: VerifyCredential;
 }): Server {
   async function handleRefund(
@@ -393,36 +398,39 @@ export function createOrdersServer({
         });
       },
     },
-    {
-      method: 'POST',
-      pattern: ['faults'],
-      handler: async (request, response) => {
-        const body = parseWith(faultBodySchema, await readJsonBody(request), 'fault switches');
-        const switches = database.setFaultSwitches({
-          idempotencyKey: body.idempotency_key,
-          loseResponseAfterCommit: body.lose_response_after_commit,
-          unavailable: body.unavailable,
-          lookupUnavailable: body.lookup_unavailable,
-        });
-        sendJson(response, 200, {
-          idempotency_key: body.idempotency_key,
-          lose_response_after_commit: switches.loseResponseAfterCommit,
-          unavailable: switches.unavailable,
-          lookup_unavailable: switches.lookupUnavailable,
-        });
-      },
-    },
   ];
-  // Without allowReset the route does not exist at all, so a production-like run cannot be wiped.
-  if (allowReset) {
-    routes.push({
-      method: 'POST',
-      pattern: ['admin', 'reset'],
-      handler: (_request, response) => {
-        database.reset();
-        sendJson(response, 200, { status: 'reset' });
+  // Without testMode these routes do not exist at all: nobody who reaches the port can arm a lost
+  // response or an outage for someone's refund, or wipe the data.
+  if (testMode) {
+    routes.push(
+      {
+        method: 'POST',
+        pattern: ['faults'],
+        handler: async (request, response) => {
+          const body = parseWith(faultBodySchema, await readJsonBody(request), 'fault switches');
+          const switches = database.setFaultSwitches({
+            idempotencyKey: body.idempotency_key,
+            loseResponseAfterCommit: body.lose_response_after_commit,
+            unavailable: body.unavailable,
+            lookupUnavailable: body.lookup_unavailable,
+          });
+          sendJson(response, 200, {
+            idempotency_key: body.idempotency_key,
+            lose_response_after_commit: switches.loseResponseAfterCommit,
+            unavailable: switches.unavailable,
+            lookup_unavailable: switches.lookupUnavailable,
+          });
+        },
       },
-    });
+      {
+        method: 'POST',
+        pattern: ['admin', 'reset'],
+        handler: (_request, response) => {
+          database.reset();
+          sendJson(response, 200, { status: 'reset' });
+        },
+      },
+    );
   }
 
   // Requests that a tool's check, executor or lookup makes; tests read it to prove a call reached no backend.
@@ -498,14 +506,15 @@ export async function startOrdersService({
   databasePath,
   port = 0,
   host = '127.0.0.1',
-  allowReset = false,
+  testMode = false,
   verifyCredential,
   minterPublicKeyHex,
 }: {
   databasePath: string;
   port?: number;
   host?: string;
-  allowReset?: boolean;
+  /** Serve `POST /faults` and `POST /admin/reset` (tests only: neither is authenticated). */
+  testMode?: boolean;
   verifyCredential?: VerifyCredential;
   /** The credential minter's raw Ed25519 public key in hex; the check's used-credential ids live in this database. */
   minterPublicKeyHex?: string;
@@ -520,7 +529,7 @@ export async function startOrdersService({
   try {
     server = createOrdersServer({
       database,
-      allowReset,
+      testMode,
       verifyCredential:
         minterPublicKeyHex === undefined
           ? verifyCredential
