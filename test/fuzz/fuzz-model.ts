@@ -1,0 +1,258 @@
+// The fuzz campaign's reference model: from DESIGN.md's path of a call, what toolgate must answer
+// to a proposal (given its session's history so far and the orders as they are), and how many
+// requests each answer costs the orders service. Written apart from toolgate's own code: it reads
+// the policy file and the tool contracts (the specification), and keeps its maps in `Map`s.
+// Pure: no I/O.
+import type { PolicyFileInput } from '../../src/policy/policy-schema';
+import type { AnyToolContract } from '../../src/index';
+import { riskRank } from '../../src/index';
+
+/** An order as the model needs it, read from the orders service before the run. */
+export interface ModelOrder {
+  currency: string;
+  refundableCents: number;
+}
+
+/** The codes a session answers with before any call workflow starts. */
+export const sessionRefusals: ReadonlySet<string> = new Set([
+  'UNAUTHENTICATED_CALLER',
+  'STEP_LIMIT',
+  'LOOP_DETECTED',
+  'CIRCUIT_OPEN',
+  'SESSION_CLOSED',
+]);
+
+/** Codes given before step 6 (business checks): such a call reaches no backend. */
+export const rejectedBeforeChecks: ReadonlySet<string> = new Set([
+  ...sessionRefusals,
+  'UNKNOWN_TOOL',
+  'TOOL_DISABLED',
+  'TOOL_NOT_ALLOWED',
+  'SESSION_REQUIRED',
+  'INVALID_JSON',
+  'INVALID_ARGUMENTS',
+  'IDEMPOTENCY_CONFLICT',
+  'POLICY_LIMIT',
+  'PERMISSION_DENIED',
+]);
+
+/** The client's caps (DESIGN.md, "In the client"). */
+const maxToolNameLength = 200;
+const maxArgumentsBytes = 256 * 1024;
+/** Arguments nested deeper than this (arrays and objects, the outer object being 1) are INVALID_JSON. */
+const maxArgumentsDepth = 64;
+/** The session workflow's defaults when the caller's policy sets none (DESIGN.md: per caller's `session`). */
+const sessionDefaults = { stepBudget: 10, loopLimit: 3, circuitThreshold: 3 };
+
+/**
+ * Backend requests a call costs, from its tool and its answer, per the orders implementations
+ * (examples/orders/orders-implementations.ts): `get_order` has only an executor (one GET);
+ * `refund_order`'s check is one GET, its preview one GET, its executor one POST and its read-back
+ * one GET by key. `undefined` when the answer does not fix the number (an outage retries).
+ */
+export function expectedBackendRequests(input: {
+  tool: string;
+  code: string;
+  joined: boolean;
+}): number | undefined {
+  const { tool, code } = input;
+  if (rejectedBeforeChecks.has(code)) return 0;
+  switch (tool) {
+    case 'get_order':
+      // The executor's one GET answers both.
+      return code === 'OK' || code === 'ORDER_NOT_FOUND' ? 1 : undefined;
+    case 'refund_order':
+      switch (code) {
+        case 'ORDER_NOT_FOUND':
+        case 'CURRENCY_MISMATCH':
+        case 'AMOUNT_EXCEEDS_REFUNDABLE':
+          return 1; // the check's GET refused it
+        case 'APPROVAL_PENDING':
+          // The check's GET and the preview's GET; a proposal that joined a waiting run ran nothing.
+          return input.joined ? 0 : 2;
+        default:
+          return undefined; // OK or an outage: not expected without approval
+      }
+    case 'echo_shape':
+    case 'explode':
+      return 0; // test tools without a backend
+    default:
+      return undefined;
+  }
+}
+
+/** What the model expects for one proposal: a code, and whether it joins a run still waiting. */
+export interface Expectation {
+  code: string;
+  joined: boolean;
+}
+
+/** One session's counters as DESIGN.md defines them: step budget, loop guard, circuit breaker. */
+export class SessionModel {
+  private owner: string | undefined;
+  private steps = 0;
+  private readonly loopCounts = new Map<string, number>();
+  private readonly streaks = new Map<string, { code: string; count: number }>();
+  private readonly openCircuits = new Set<string>();
+  /** Calls of this session waiting for approval (their runs are still open). */
+  private readonly waiting = new Set<string>();
+
+  constructor(
+    private readonly world: {
+      policy: PolicyFileInput;
+      contracts: ReadonlyMap<string, AnyToolContract>;
+      orders: ReadonlyMap<string, ModelOrder>;
+      /** Callers whose proposals are signed with their key. */
+      signedCallers: ReadonlySet<string>;
+    },
+  ) {}
+
+  /** The answer toolgate must give to this proposal now. */
+  expect(input: {
+    caller: string;
+    tool: string;
+    arguments: string | Record<string, unknown>;
+    callId: string;
+  }): Expectation {
+    const refuse = (code: string): Expectation => ({ code, joined: false });
+    // Step 0: signature and ownership first (no step used), then budget, loop guard, circuit.
+    if (
+      !this.world.signedCallers.has(input.caller) ||
+      (this.owner !== undefined && this.owner !== input.caller)
+    ) {
+      return refuse('UNAUTHENTICATED_CALLER');
+    }
+    this.owner ??= input.caller;
+    const limits = this.limits();
+    this.steps++;
+    if (this.steps > limits.stepBudget) return refuse('STEP_LIMIT');
+    const seen = (this.loopCounts.get(input.callId) ?? 0) + 1;
+    this.loopCounts.set(input.callId, seen);
+    if (seen > limits.loopLimit) return refuse('LOOP_DETECTED');
+    const tool = input.tool.slice(0, maxToolNameLength);
+    if (this.openCircuits.has(tool)) return refuse('CIRCUIT_OPEN');
+    // Admitted: the same call id while its run still waits joins that run.
+    if (this.waiting.has(input.callId)) return { code: 'APPROVAL_PENDING', joined: true };
+    return { code: this.pipeline(input), joined: false };
+  }
+
+  /**
+   * Records the answer toolgate actually gave (not the expected one, so that one wrong answer does
+   * not cascade): a final outcome of a run counts toward its tool's circuit, as the call reports it.
+   */
+  record(input: { tool: string; code: string; ok: boolean; callId: string; joined: boolean }): void {
+    if (sessionRefusals.has(input.code) || input.joined) return;
+    if (input.code === 'APPROVAL_PENDING') {
+      this.waiting.add(input.callId); // not final: nothing is reported to the session yet
+      return;
+    }
+    const tool = input.tool.slice(0, maxToolNameLength);
+    if (input.ok) {
+      this.streaks.delete(tool);
+      return;
+    }
+    const streak = this.streaks.get(tool);
+    const count = streak?.code === input.code ? streak.count + 1 : 1;
+    this.streaks.set(tool, { code: input.code, count });
+    if (count >= this.limits().circuitThreshold) this.openCircuits.add(tool);
+  }
+
+  /** Whether the call id is a run of this session still waiting for approval. */
+  isWaiting(callId: string): boolean {
+    return this.waiting.has(callId);
+  }
+
+  private limits(): typeof sessionDefaults {
+    const session = this.owner === undefined ? undefined : this.world.policy.callers[this.owner]?.session;
+    return {
+      stepBudget: session?.stepBudget ?? sessionDefaults.stepBudget,
+      loopLimit: session?.loopLimit ?? sessionDefaults.loopLimit,
+      circuitThreshold: session?.circuitThreshold ?? sessionDefaults.circuitThreshold,
+    };
+  }
+
+  /** Steps 1 to 7 for an admitted proposal that starts a run. */
+  private pipeline(input: {
+    caller: string;
+    tool: string;
+    arguments: string | Record<string, unknown>;
+  }): string {
+    const callerPolicy = this.world.policy.callers[input.caller];
+    // Step 1: the tool (a name cut at the cap is no tool), then the caller's allowlist.
+    const contract = input.tool.length > maxToolNameLength ? undefined : this.world.contracts.get(input.tool);
+    if (!contract || !callerPolicy) return 'UNKNOWN_TOOL';
+    if (!callerPolicy.tools.includes(contract.name)) return 'TOOL_NOT_ALLOWED';
+    // Step 2: a JSON object (an empty text is no arguments), within the cap.
+    const text = typeof input.arguments === 'string' ? input.arguments : JSON.stringify(input.arguments);
+    if (Buffer.byteLength(text, 'utf8') > maxArgumentsBytes) return 'INVALID_JSON';
+    let value: unknown = {};
+    if (text.trim() !== '') {
+      try {
+        value = JSON.parse(text);
+      } catch {
+        return 'INVALID_JSON';
+      }
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'INVALID_JSON';
+    if (nestingDepth(value) > maxArgumentsDepth) return 'INVALID_JSON';
+    // Step 3: the contract's strict schema.
+    const parsed = contract.input.safeParse(value);
+    if (!parsed.success) return 'INVALID_ARGUMENTS';
+    const args = parsed.data;
+    // Step 5: per-tool limits, then the approval ceiling.
+    const limits = new Map(Object.entries(callerPolicy.limits ?? {})).get(contract.name) ?? {};
+    for (const [field, limit] of Object.entries(limits)) {
+      const fieldValue = args[field];
+      if (typeof fieldValue !== 'number') continue;
+      if (
+        (limit.max !== undefined && fieldValue > limit.max) ||
+        (limit.min !== undefined && fieldValue < limit.min)
+      ) {
+        return 'POLICY_LIMIT';
+      }
+    }
+    const riskLevel = contract.risk({ args });
+    const needsApproval = riskRank(riskLevel) > riskRank(callerPolicy.autonomy);
+    const ceiling = callerPolicy.approval?.ceiling;
+    if (needsApproval && (ceiling === undefined || riskRank(riskLevel) > riskRank(ceiling))) {
+      return 'PERMISSION_DENIED';
+    }
+    // Steps 6 to 9, per tool, against the orders as they were read before the run.
+    return this.outcome({ tool: contract.name, args, needsApproval });
+  }
+
+  private outcome(input: { tool: string; args: Record<string, unknown>; needsApproval: boolean }): string {
+    const { args } = input;
+    switch (input.tool) {
+      case 'get_order':
+        return this.world.orders.has(args.order_id as string) ? 'OK' : 'ORDER_NOT_FOUND';
+      case 'refund_order': {
+        const order = this.world.orders.get(args.order_id as string);
+        if (!order) return 'ORDER_NOT_FOUND';
+        if (order.currency !== args.currency) return 'CURRENCY_MISMATCH';
+        if ((args.amount_cents as number) > order.refundableCents) return 'AMOUNT_EXCEEDS_REFUNDABLE';
+        // The campaign's callers may not refund alone: anything else would be a refund.
+        return input.needsApproval ? 'APPROVAL_PENDING' : 'OK (a refund applied)';
+      }
+      case 'echo_shape':
+        return args.broken === true ? 'OUTPUT_CONTRACT_VIOLATION' : 'OK';
+      case 'explode':
+        return 'INTERNAL_ERROR';
+      default:
+        return `(no model for ${input.tool})`;
+    }
+  }
+}
+
+/** How deeply arrays and objects nest in a parsed JSON value (1 for a flat object); walks with a stack. */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const pending: [unknown, number][] = [[value, 1]];
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    const [current, depth] = item;
+    if (current === null || typeof current !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    for (const child of Object.values(current)) pending.push([child, depth + 1]);
+  }
+  return deepest;
+}
