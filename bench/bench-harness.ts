@@ -43,7 +43,12 @@ export interface WorkerChild {
   read(): Promise<WorkerUsage>;
   /** Warnings the worker logged, by kind (first line of each kind is logged, the rest counted). */
   warnings: Map<string, number>;
+  /** Asks the worker to drain and exit; SIGKILL after a grace period. */
   stop(): Promise<void>;
+  /** SIGKILL at once, with no drain (a crash, for the chaos suite); resolves once the process has exited. */
+  kill(): Promise<void>;
+  /** Resolves when the process has exited, for whatever reason. */
+  exited: Promise<void>;
 }
 
 /** Everything a bench run talks to. */
@@ -213,7 +218,7 @@ export async function startBenchHarness(input: {
 }
 
 /** Forks bench-worker.ts and resolves once its worker polls; a failed start leaves no process. */
-async function startWorkerChild(input: {
+export async function startWorkerChild(input: {
   config: BenchWorkerConfig;
   log: (line: string) => void;
   profileDirectory?: string | undefined;
@@ -295,6 +300,12 @@ async function startWorkerChild(input: {
       clearTimeout(timer);
       process.removeListener('exit', killOnExit);
     })());
+  const kill = (): Promise<void> =>
+    (stopping ??= (async () => {
+      child.kill('SIGKILL');
+      await exited;
+      process.removeListener('exit', killOnExit);
+    })());
 
   try {
     await new Promise<void>((resolveReady, reject) => {
@@ -328,5 +339,7 @@ async function startWorkerChild(input: {
     read: () => ask('read'),
     warnings,
     stop,
+    kill,
+    exited,
   };
 }

@@ -1,6 +1,7 @@
 // A worker process of the bench: the toolgate worker or the bare baseline's worker, alone in its
-// process so that its resident memory is its own. The parent (bench-harness.ts) forks it, talks to
-// it over IPC and stops it; it also stops by itself when the parent goes away.
+// process so that its resident memory is its own. The parent (bench-harness.ts, or the chaos suite,
+// which SIGKILLs and restarts it) forks it, talks to it over IPC and stops it; it also stops by
+// itself when the parent goes away.
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -124,9 +125,12 @@ async function createWorker(
       return createToolGateWorker({
         connection,
         taskQueue: config.taskQueue,
-        workflowBundle: prebuildWorkflowBundle({
-          workflowsPath: join(projectRoot, 'examples', 'orders', 'workflows.ts'),
-        }),
+        workflowBundle:
+          config.workflowBundlePath !== undefined
+            ? { codePath: config.workflowBundlePath }
+            : prebuildWorkflowBundle({
+                workflowsPath: join(projectRoot, 'examples', 'orders', 'workflows.ts'),
+              }),
         tools: createOrdersTools({ ordersUrl: config.ordersUrl }),
         policy,
         audit,

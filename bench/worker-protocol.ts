@@ -12,6 +12,8 @@ export type BenchWorkerConfig =
       policy: unknown;
       minterPrivateKeyPath: string;
       auditPath: string;
+      /** A workflow bundle built once by the parent, so that a restarted worker does not bundle again. */
+      workflowBundlePath?: string;
     }
   | { kind: 'bare'; address: string; taskQueue: string; ordersUrl: string };
 
