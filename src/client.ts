@@ -97,28 +97,34 @@ export class ToolGateClient {
     // Step 0: the session admits the proposal (signature, ownership, budget, loop guard, circuit) first.
     const admission = await this.admit({ proposalId, callId, proposal, ...(signature ? { signature } : {}) });
     if (!admission.admitted) return admission.result;
-    const startWorkflowOperation = new WithStartWorkflowOperation(toolCallWorkflowType, {
-      workflowId: callId,
-      taskQueue: this.taskQueue,
-      args: [request],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',
-      // Names only the tool and the caller: no model text is shown before validation.
-      staticSummary: `${contract ? contract.name : 'unknown tool'} for ${proposal.caller}`,
-      memo: { [memoArgumentsDigest]: proposalArgumentsDigest(proposal) },
-      typedSearchAttributes: [
-        { key: searchAttributes.toolName, value: contract ? contract.name : proposal.tool },
-        { key: searchAttributes.caller, value: proposal.caller },
-        { key: searchAttributes.sessionId, value: proposal.session },
-        { key: searchAttributes.approvalState, value: 'none' },
-      ],
-    });
-    try {
-      const response = await this.client.workflow.executeUpdateWithStart(proposeUpdate, {
+    // A with-start operation is used once: each attempt gets its own.
+    const startOperation = () =>
+      new WithStartWorkflowOperation(toolCallWorkflowType, {
+        workflowId: callId,
+        taskQueue: this.taskQueue,
         args: [request],
-        updateId: proposalId,
-        startWorkflowOperation,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy:
+          contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',
+        // Names only the tool and the caller: no model text is shown before validation.
+        staticSummary: `${contract ? contract.name : 'unknown tool'} for ${proposal.caller}`,
+        memo: { [memoArgumentsDigest]: proposalArgumentsDigest(proposal) },
+        typedSearchAttributes: [
+          { key: searchAttributes.toolName, value: contract ? contract.name : proposal.tool },
+          { key: searchAttributes.caller, value: proposal.caller },
+          { key: searchAttributes.sessionId, value: proposal.session },
+          { key: searchAttributes.approvalState, value: 'none' },
+        ],
       });
+    try {
+      // Retried as the same update (its id is the proposal's): a proposal is never delivered twice.
+      const response = await retryingTransient(() =>
+        this.client.workflow.executeUpdateWithStart(proposeUpdate, {
+          args: [request],
+          updateId: proposalId,
+          startWorkflowOperation: startOperation(),
+        }),
+      );
       return response.result;
     } catch (error) {
       if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') {
@@ -209,40 +215,25 @@ export class ToolGateClient {
    */
   private async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
     const { proposal } = request;
-    for (let attempt = 1; ; attempt++) {
-      const startWorkflowOperation = this.sessionStart({
-        session: proposal.session,
-        caller: proposal.caller,
-      });
-      try {
-        return await this.client.workflow.executeUpdateWithStart(admitUpdate, {
+    try {
+      return await retryingTransient(() =>
+        this.client.workflow.executeUpdateWithStart(admitUpdate, {
           args: [request],
           updateId: `admit-${request.proposalId}`,
-          startWorkflowOperation,
-        });
-      } catch (error) {
-        if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') {
-          return {
-            admitted: false,
-            result: rejection({
-              tool: proposal.tool,
-              callId: request.callId,
-              code: 'SESSION_CLOSED',
-              message: 'This conversation has ended; no more tools can be called in it. Answer the user.',
-            }),
-          };
-        }
-        const cause = (error as { cause?: { message?: string } }).cause;
-        const text = `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
-        // The server also aborts an update that was not yet accepted when the session's workflow task
-        // fails to complete (a continue-as-new racing new updates): nothing was admitted, so ask again.
-        const retryable =
-          /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure/i.test(
-            text,
-          );
-        if (!retryable || attempt >= 6) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
-      }
+          startWorkflowOperation: this.sessionStart({ session: proposal.session, caller: proposal.caller }),
+        }),
+      );
+    } catch (error) {
+      if (errorName(error) !== 'WorkflowExecutionAlreadyStartedError') throw error;
+      return {
+        admitted: false,
+        result: rejection({
+          tool: proposal.tool,
+          callId: request.callId,
+          code: 'SESSION_CLOSED',
+          message: 'This conversation has ended; no more tools can be called in it. Answer the user.',
+        }),
+      };
     }
   }
 
@@ -281,6 +272,29 @@ export class ToolGateClient {
     }
     const recordedResult = await this.result(callId, { wait: true });
     return { ...(recordedResult ?? callNotFound(callId)), replayed: true };
+  }
+}
+
+/**
+ * What the server answers while a workflow cannot take an update right now, though nothing was
+ * applied: load, a continue-as-new or a closing run, a workflow task that failed to complete (a
+ * continue-as-new racing new updates, or a worker that died mid-task), a deduplicated start. Asking
+ * again with the same update id is safe: an update already accepted answers with its result.
+ */
+const transientUpdateFailure =
+  /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure|Workflow Task in failed state|StartDeduped/i;
+
+/** Runs `action` again, with backoff (about 6 s in all), while it fails with a transient update failure. */
+async function retryingTransient<T>(action: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await action();
+    } catch (error) {
+      const cause = (error as { cause?: { message?: string } }).cause;
+      const text = `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
+      if (!transientUpdateFailure.test(text) || attempt >= 7) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+    }
   }
 }
 
