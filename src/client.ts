@@ -284,16 +284,21 @@ export class ToolGateClient {
 const transientUpdateFailure =
   /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure|Workflow Task in failed state|StartDeduped/i;
 
-/** Runs `action` again, with backoff (about 6 s in all), while it fails with a transient update failure. */
+/**
+ * Runs `action` again while it fails with a transient update failure: backoff from 100 ms to 2 s,
+ * for about 30 s in all, long enough for a replacement worker to take over a workflow task that a
+ * killed one left failed.
+ */
 async function retryingTransient<T>(action: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 30_000;
   for (let attempt = 1; ; attempt++) {
     try {
       return await action();
     } catch (error) {
       const cause = (error as { cause?: { message?: string } }).cause;
       const text = `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
-      if (!transientUpdateFailure.test(text) || attempt >= 7) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+      if (!transientUpdateFailure.test(text) || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** attempt)));
     }
   }
 }
