@@ -23,6 +23,8 @@ import type { LoadedPolicy } from '../src/policy/load-policy';
 import { checkPolicy } from '../src/policy/load-policy';
 import type { ToolRegistry } from '../src/tools/tool-registry';
 import { createToolRegistry } from '../src/tools/tool-registry';
+import type { CleanupStack } from './cleanup-stack';
+import { startWithCleanup } from './cleanup-stack';
 import { benchApprover, benchCallers, benchPolicy } from './bench-policy';
 import type { BenchWorkerConfig, ChildMessage, ParentMessage, WorkerUsage } from './worker-protocol';
 import { benchWorkerConfigVariable } from './worker-protocol';
@@ -84,36 +86,9 @@ export async function startBenchHarness(input: {
   onWorkerExit?: (message: string) => void;
 }): Promise<BenchHarness> {
   const { log } = input;
-  const cleanups: (() => unknown)[] = [];
-  let stopping: Promise<void> | undefined;
-  let stopped = false;
-  const runCleanup = async (cleanup: () => unknown): Promise<void> => {
-    try {
-      await cleanup();
-    } catch (error) {
-      log(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  };
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      // Reverse order; what finishes starting while this runs is picked up too.
-      while (cleanups.length > 0) await runCleanup(cleanups.pop()!);
-      stopped = true;
-    })());
-  // Something that finished starting after stop() ended is stopped at once.
-  const track = (cleanup: () => unknown): void => {
-    if (stopped) void runCleanup(cleanup);
-    else cleanups.push(cleanup);
-  };
-  input.exposeStop?.(stop);
-  try {
-    return await startParts();
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+  return startWithCleanup({ log, exposeStop: input.exposeStop, start: startParts });
 
-  async function startParts(): Promise<BenchHarness> {
+  async function startParts({ track, stop }: CleanupStack): Promise<BenchHarness> {
     const directory = mkdtempSync(join(tmpdir(), 'toolgate-bench-'));
     track(() => rmSync(directory, { recursive: true, force: true }));
     const keysDirectory = join(directory, 'keys');

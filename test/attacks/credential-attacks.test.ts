@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isOrdersRejection } from '../../examples/orders/orders-api-client';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
-import { refundOrderContract } from '../../examples/orders/orders-contracts';
 import type { ExecutionApproval, ExecutionInput } from '../../src/activities/tool-call-activities';
 import { signCredential } from '../../src/keys/credential-token';
 import { keyPaths, readPrivateKey, signValue } from '../../src/keys/key-files';
@@ -13,6 +12,8 @@ import type { CredentialClaims, DecisionEnvelope } from '../../src/shared/approv
 import { approvalNonce, maxCredentialSeconds } from '../../src/shared/approval';
 import { canonicalJson, digestOf } from '../../src/shared/canonical-json';
 import { caught } from '../support/caught';
+import type { RefundRequest } from '../support/refund-claims';
+import { claimsFor } from '../support/refund-claims';
 import { testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -52,8 +53,6 @@ const api = (): OrdersApiClient => harness.orders.api;
 const appliedRefunds = () => api().refundCount();
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-type RefundRequest = Parameters<OrdersApiClient['refund']>[0];
-
 const refundOf = (overrides: Partial<RefundRequest> = {}): RefundRequest => ({
   orderId: 'ORD-1001',
   amountCents: 2590,
@@ -66,27 +65,6 @@ const refundOf = (overrides: Partial<RefundRequest> = {}): RefundRequest => ({
 /** The minter's private key: what only the workers hold. An attack that has it signs with it to prove the backend's other checks. */
 const minterKey = (): KeyObject =>
   readPrivateKey(keyPaths({ directory: harness.keysDirectory, owner: { kind: 'minter' } }).privateKey);
-
-/** The claims the minter would sign for this refund (arguments as the contract validates them). */
-function claimsFor(request: RefundRequest, overrides: Record<string, unknown> = {}): CredentialClaims {
-  const args = refundOrderContract.input.parse({
-    order_id: request.orderId,
-    amount_cents: request.amountCents,
-    currency: request.currency,
-    reason: request.reason,
-  });
-  const issuedAt = nowSeconds();
-  return {
-    op: 'refund_order',
-    resource: `order:${request.orderId}`,
-    callId: request.idempotencyKey,
-    argsDigest: digestOf(args),
-    jti: randomUUID(),
-    iat: issuedAt,
-    exp: issuedAt + maxCredentialSeconds,
-    ...overrides,
-  };
-}
 
 const credentialFor = (
   request: RefundRequest,

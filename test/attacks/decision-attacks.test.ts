@@ -10,6 +10,7 @@ import type { ApprovalView } from '../../src/shared/temporal';
 import { decideUpdate, toolCallWorkflowType } from '../../src/shared/temporal';
 import type { ToolResult } from '../../src/index';
 import type { ToolCallInput } from '../../src/workflows/tool-call';
+import { approvalHelpers } from '../support/approval-helpers';
 import { caught } from '../support/caught';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -25,21 +26,7 @@ let harness: ToolGateHarness;
 
 useHarness((started) => (harness = started));
 
-const appliedRefunds = () => harness.orders.api.refundCount();
-
-/** A refund by support-bot, which always needs approval; 20,000 cents on ORD-1003 is critical (quorum 2). */
-async function proposeRefund(
-  overrides: Record<string, unknown> = {},
-  caller = 'support-bot',
-): Promise<ToolResult> {
-  const result = await harness.call({
-    caller,
-    tool: 'refund_order',
-    arguments: harness.refundArguments(overrides),
-  });
-  expect(result).toMatchObject({ ok: false, code: 'APPROVAL_PENDING', effect: 'none' });
-  return result;
-}
+const { appliedRefunds, proposeRefund, decide } = approvalHelpers(() => harness);
 
 const proposeCriticalRefund = () => proposeRefund({ order_id: 'ORD-1003', amount_cents: 20_000 });
 
@@ -78,15 +65,6 @@ const signedWith = (envelope: DecisionEnvelope, privateKey: KeyObject): SignedDe
 
 const signedBy = (envelope: DecisionEnvelope, approver: string): SignedDecision =>
   signedWith(envelope, harness.approverKey(approver));
-
-const decide = (callId: string, approver: string, decision: 'approve' | 'deny' = 'approve') =>
-  harness.admin.decide({
-    callId,
-    approver,
-    privateKey: harness.approverKey(approver),
-    decision,
-    reason: `${decision} by ${approver}`,
-  });
 
 /**
  * Sends a decision as a forger with a raw Temporal client would, past the admin side, and returns

@@ -13,6 +13,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import type { BenchWorkerConfig } from '../../bench/worker-protocol';
 import { projectRoot } from '../../bench/bench-harness';
+import type { CleanupStack } from '../../bench/cleanup-stack';
+import { startWithCleanup } from '../../bench/cleanup-stack';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
@@ -55,34 +57,9 @@ export async function startChaosEnvironment(input: {
   exposeStop?: (stop: () => Promise<void>) => void;
 }): Promise<ChaosEnvironment> {
   const { log } = input;
-  const cleanups: (() => unknown)[] = [];
-  let stopping: Promise<void> | undefined;
-  let stopped = false;
-  const runCleanup = async (cleanup: () => unknown): Promise<void> => {
-    try {
-      await cleanup();
-    } catch (error) {
-      log(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  };
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      while (cleanups.length > 0) await runCleanup(cleanups.pop()!);
-      stopped = true;
-    })());
-  const track = (cleanup: () => unknown): void => {
-    if (stopped) void runCleanup(cleanup);
-    else cleanups.push(cleanup);
-  };
-  input.exposeStop?.(stop);
-  try {
-    return await startParts();
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+  return startWithCleanup({ log, exposeStop: input.exposeStop, start: startParts });
 
-  async function startParts(): Promise<ChaosEnvironment> {
+  async function startParts({ track, stop, stopRequested }: CleanupStack): Promise<ChaosEnvironment> {
     const directory = mkdtempSync(join(tmpdir(), 'toolgate-chaos-'));
     track(() => rmSync(directory, { recursive: true, force: true }));
     const keysDirectory = join(directory, 'keys');
@@ -186,7 +163,7 @@ export async function startChaosEnvironment(input: {
       log(`Temporal server (pid ${pid}) killed with SIGKILL; starting it again on port ${port}`);
       server = await startServer();
       // Stopped meanwhile (an interrupt): the cleanup stopped the old server, so stop this one here.
-      if (stopping !== undefined) await server.stop();
+      if (stopRequested()) await server.stop();
       return { downMs: performance.now() - downAt };
     };
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isOrdersRejection, isOrdersUnavailable } from '../../examples/orders/orders-api-client';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
-import { refundOrderContract } from '../../examples/orders/orders-contracts';
 import { createCredentialCheck } from '../../examples/orders/service/credential-check';
 import { openOrdersDatabase } from '../../examples/orders/service/orders-database';
 import type { OrdersDatabase } from '../../examples/orders/service/orders-database';
@@ -16,10 +15,9 @@ import type { CredentialCheck, VerifyCredential } from '../../examples/orders/se
 import { signCredential } from '../../src/keys/credential-token';
 import { generateKeyPairFiles, readPrivateKey, readPublicKeyHex } from '../../src/keys/key-files';
 import type { CredentialClaims } from '../../src/shared/approval';
-import { digestOf } from '../../src/shared/canonical-json';
 import { caught } from '../support/caught';
-
-type RefundRequest = Parameters<OrdersApiClient['refund']>[0];
+import type { RefundRequest } from '../support/refund-claims';
+import { claimsFor } from '../support/refund-claims';
 
 function newKey(): string {
   return `test-${randomUUID()}`;
@@ -36,26 +34,6 @@ function refundOf(overrides: Partial<RefundRequest> = {}): RefundRequest {
     currency: 'BRL',
     reason: 'damaged',
     idempotencyKey: newKey(),
-    ...overrides,
-  };
-}
-
-/** The claims the minter would sign for this refund, computed from the tool arguments as the contract validates them. */
-function claimsFor(request: RefundRequest, overrides: Partial<CredentialClaims> = {}): CredentialClaims {
-  const args = refundOrderContract.input.parse({
-    order_id: request.orderId,
-    amount_cents: request.amountCents,
-    currency: request.currency,
-    reason: request.reason,
-  });
-  return {
-    op: 'refund_order',
-    resource: `order:${request.orderId}`,
-    callId: request.idempotencyKey,
-    argsDigest: digestOf(args),
-    jti: randomUUID(),
-    iat: nowSeconds(),
-    exp: nowSeconds() + 60,
     ...overrides,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ToolResult } from '../../src/index';
+import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
@@ -9,28 +9,7 @@ let harness: ToolGateHarness;
 
 useHarness((started) => (harness = started));
 
-const appliedRefunds = () => harness.orders.api.refundCount();
-
-/** A refund by support-bot, which always needs approval; 20,000 cents on ORD-1003 is critical (quorum 2). */
-async function proposeRefund(
-  overrides: Record<string, unknown> = {},
-  caller = 'support-bot',
-): Promise<ToolResult> {
-  const result = await harness.call({
-    caller,
-    tool: 'refund_order',
-    arguments: harness.refundArguments(overrides),
-  });
-  expect(result).toMatchObject({ ok: false, code: 'APPROVAL_PENDING', effect: 'none' });
-  return result;
-}
-
-const decide = (
-  callId: string,
-  approver: string,
-  decision: 'approve' | 'deny' = 'approve',
-  reason = 'checked',
-) => harness.admin.decide({ callId, approver, privateKey: harness.approverKey(approver), decision, reason });
+const { appliedRefunds, proposeRefund, decide } = approvalHelpers(() => harness);
 
 describe('the approval gate', () => {
   it('answers APPROVAL_PENDING at once with the expiry and the preview, then executes once when approved', async () => {
