@@ -33,8 +33,8 @@ export type {
 } from './definitions';
 export { defineToolImplementation } from './tools/define-tool-implementation';
 export type {
-  AppliedEffect,
   ImplementedTool,
+  RecordedOutcome,
   ToolCallContext,
   ToolImplementation,
 } from './tools/define-tool-implementation';

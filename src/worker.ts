@@ -4,6 +4,7 @@ import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
 import { workflowBundlerOptions } from './workflow-bundle';
 import type { ToolGateSinks } from './shared/temporal';
 import { createToolCallActivities } from './activities/tool-call-activities';
+import { admissionRefusalRecord } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
 import type { CredentialMinter } from './keys/credential-minter';
 import type { LoadedPolicy } from './policy/load-policy';
@@ -78,6 +79,13 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
         decisionAttempt: {
           fn: (_info, attempt) => {
             audit.appendDecisionAttempt({ ...attempt, source: 'workflow' });
+          },
+          callDuringReplay: false,
+        },
+        // Session refusals start no call; this is their record (keyed by proposal: written once).
+        admissionRefusal: {
+          fn: (_info, refusal) => {
+            audit.append(admissionRefusalRecord(refusal));
           },
           callDuringReplay: false,
         },

@@ -22,6 +22,15 @@ export type Refund = {
   createdAt: string;
 };
 
+/**
+ * What the service recorded under an idempotency key: the refund it applied, the business refusal it
+ * answered (sent again, the key gets that refusal again), or nothing at all.
+ */
+export type RefundKeyRecord =
+  | { status: 'applied'; refund: Refund }
+  | { status: 'refused'; code: string; message: string }
+  | { status: 'not-seen' };
+
 /** The answer to a refund request that took effect: `replayed` is true when the key had already been applied and nothing ran again. */
 export type RefundOutcome = { refund: Refund; replayed: boolean };
 
@@ -30,6 +39,8 @@ export type OrdersFaultSwitches = {
   loseResponseAfterCommit: number;
   unavailable: number;
   lookupUnavailable: number;
+  malformedResponse: number;
+  concurrentRefund: number;
 };
 
 /** The service answered with a refusal (a business rule, a conflict, a bad request): nothing was applied by this request. */
@@ -63,6 +74,31 @@ export class OrdersUnavailable extends Error {
   }
 }
 
+/**
+ * The service answered a success whose body breaks its contract (a field missing, not JSON): the
+ * request took effect, so it is neither retried nor reported as not applied; `body` is what came back.
+ */
+export class OrdersContractViolation extends Error {
+  override readonly name = 'OrdersContractViolation';
+  readonly kind = 'contract-violation' as const;
+  readonly transient = false as const;
+  readonly status: number;
+  readonly body: unknown;
+
+  constructor({ message, status, body }: { message: string; status: number; body: unknown }) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** True for an OrdersContractViolation from any copy of this module; compares `kind`, never uses instanceof. */
+export function isOrdersContractViolation(error: unknown): error is OrdersContractViolation {
+  return (
+    typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'contract-violation'
+  );
+}
+
 /** True for an OrdersRejection from any copy of this module; compares `kind`, never uses instanceof. */
 export function isOrdersRejection(error: unknown): error is OrdersRejection {
   return (
@@ -91,16 +127,24 @@ export type OrdersApiClient = {
   }): Promise<RefundOutcome>;
   /** The refund applied with this key, or null when the service says the key was never applied. */
   findRefundByKey(input: { idempotencyKey: string }): Promise<Refund | null>;
+  /** What the service recorded under the key: applied (with the refund), refused (with its code), or not seen. */
+  lookupRefundKey(input: { idempotencyKey: string }): Promise<RefundKeyRecord>;
   listRefunds(input?: { orderId?: string }): Promise<Refund[]>;
   refundCount(input?: { orderId?: string }): Promise<number>;
   /** Test helper: how many order reads, refund requests and key lookups the service has answered. */
   businessRequestCount(): Promise<number>;
+  /** Test helper: how many refund requests (every attempt) came with this key (only when the service runs with --test-mode). */
+  refundRequestCount(input: { idempotencyKey: string }): Promise<number>;
   /** Test helper: arms fault switches for one key; omitted switches keep their current count (only when the service runs with --test-mode). */
   setFaults(input: {
     idempotencyKey: string;
     loseResponseAfterCommit?: number;
     unavailable?: number;
     lookupUnavailable?: number;
+    /** Commit, then answer with a body that lacks `refund_id`. */
+    malformedResponse?: number;
+    /** Just before the refund, another one takes the order's whole refundable balance. */
+    concurrentRefund?: number;
   }): Promise<OrdersFaultSwitches>;
   /** Test helper: restores the seed orders and clears refunds and faults (only when the service runs with --test-mode). */
   reset(): Promise<void>;
@@ -148,6 +192,13 @@ const refundSchema = z
     createdAt: body.created_at,
   }));
 
+const refundRefusalSchema = z.object({
+  status: z.literal('refused'),
+  idempotency_key: z.string(),
+  code: z.string(),
+  message: z.string(),
+});
+
 const refundListSchema = z.object({
   count: z.int(),
   refunds: z.array(refundSchema),
@@ -158,11 +209,15 @@ const faultSwitchesSchema = z
     lose_response_after_commit: z.int(),
     unavailable: z.int(),
     lookup_unavailable: z.int(),
+    malformed_response: z.int(),
+    concurrent_refund: z.int(),
   })
   .transform((body): OrdersFaultSwitches => ({
     loseResponseAfterCommit: body.lose_response_after_commit,
     unavailable: body.unavailable,
     lookupUnavailable: body.lookup_unavailable,
+    malformedResponse: body.malformed_response,
+    concurrentRefund: body.concurrent_refund,
   }));
 
 const errorBodySchema = z.object({ code: z.string(), message: z.string() });
@@ -245,15 +300,36 @@ export function createOrdersApiClient({
   function expectSuccess<T>(raw: RawResponse, schema: z.ZodType<T>, what: string): T {
     if (raw.status < 200 || raw.status >= 300) throw rejectionFrom(raw);
     const result = schema.safeParse(raw.body);
-    // An answer we cannot read is treated like no answer: for a write the effect is unknown, and the
-    // caller resolves it by looking the key up rather than by guessing.
+    // A success we cannot read is the service breaking its contract, not an outage: the request took
+    // effect, and a retry would only meet the same answer.
     if (!result.success) {
-      throw new OrdersUnavailable({
+      throw new OrdersContractViolation({
         status: raw.status,
+        body: raw.body,
         message: `The orders service answered ${what} with a body that does not match its contract: ${z.prettifyError(result.error)}`,
       });
     }
     return result.data;
+  }
+
+  async function lookupRefundKey({ idempotencyKey }: { idempotencyKey: string }): Promise<RefundKeyRecord> {
+    const raw = await send({
+      method: 'GET',
+      path: `/refunds/by-key/${encodeURIComponent(idempotencyKey)}`,
+    });
+    if (raw.status === 404) {
+      const rejection = rejectionFrom(raw);
+      // Only NOT_APPLIED means "never seen"; any other 404 (a wrong base URL) must not pass for it.
+      if (rejection.code === 'NOT_APPLIED') return { status: 'not-seen' };
+      throw rejection;
+    }
+    // A recorded refusal says so in its body; anything else at 200 must be the applied refund.
+    const body = raw.body as { status?: unknown } | null;
+    if (typeof body === 'object' && body !== null && body.status === 'refused') {
+      const refusal = expectSuccess(raw, refundRefusalSchema, 'GET /refunds/by-key/:key');
+      return { status: 'refused', code: refusal.code, message: refusal.message };
+    }
+    return { status: 'applied', refund: expectSuccess(raw, refundSchema, 'GET /refunds/by-key/:key') };
   }
 
   return {
@@ -284,18 +360,11 @@ export function createOrdersApiClient({
     },
 
     async findRefundByKey({ idempotencyKey }) {
-      const raw = await send({
-        method: 'GET',
-        path: `/refunds/by-key/${encodeURIComponent(idempotencyKey)}`,
-      });
-      if (raw.status === 404) {
-        const rejection = rejectionFrom(raw);
-        // Only NOT_APPLIED means "never applied"; any other 404 (a wrong base URL) must not pass for it.
-        if (rejection.code === 'NOT_APPLIED') return null;
-        throw rejection;
-      }
-      return expectSuccess(raw, refundSchema, 'GET /refunds/by-key/:key');
+      const found = await lookupRefundKey({ idempotencyKey });
+      return found.status === 'applied' ? found.refund : null;
     },
+
+    lookupRefundKey,
 
     async listRefunds({ orderId } = {}) {
       const query = orderId === undefined ? '' : `?order_id=${encodeURIComponent(orderId)}`;
@@ -314,7 +383,22 @@ export function createOrdersApiClient({
       return expectSuccess(raw, z.object({ business_requests: z.int() }), 'GET /stats').business_requests;
     },
 
-    async setFaults({ idempotencyKey, loseResponseAfterCommit, unavailable, lookupUnavailable }) {
+    async refundRequestCount({ idempotencyKey }) {
+      const raw = await send({
+        method: 'GET',
+        path: `/stats?idempotency_key=${encodeURIComponent(idempotencyKey)}`,
+      });
+      return expectSuccess(raw, z.object({ refund_requests: z.int() }), 'GET /stats').refund_requests;
+    },
+
+    async setFaults({
+      idempotencyKey,
+      loseResponseAfterCommit,
+      unavailable,
+      lookupUnavailable,
+      malformedResponse,
+      concurrentRefund,
+    }) {
       const raw = await send({
         method: 'POST',
         path: '/faults',
@@ -323,6 +407,8 @@ export function createOrdersApiClient({
           lose_response_after_commit: loseResponseAfterCommit,
           unavailable,
           lookup_unavailable: lookupUnavailable,
+          malformed_response: malformedResponse,
+          concurrent_refund: concurrentRefund,
         },
       });
       return expectSuccess(raw, faultSwitchesSchema, 'POST /faults');

@@ -1,7 +1,12 @@
 import type { ImplementedTool } from '../../src/index';
 import { defineToolImplementation, toolRejection, transientToolError } from '../../src/index';
 import type { Order, OrdersApiClient, Refund } from './orders-api-client';
-import { createOrdersApiClient, isOrdersRejection, isOrdersUnavailable } from './orders-api-client';
+import {
+  createOrdersApiClient,
+  isOrdersContractViolation,
+  isOrdersRejection,
+  isOrdersUnavailable,
+} from './orders-api-client';
 import { getOrderContract, refundOrderContract } from './orders-contracts';
 
 /** Turns the orders client's errors into toolgate's: refusals keep their code, outages are transient. */
@@ -17,6 +22,25 @@ async function calling<T>(request: () => Promise<T>): Promise<T> {
   } catch (error) {
     throw translateError(error);
   }
+}
+
+/**
+ * An executor's request: a success whose body breaks the service's contract took effect, so it is
+ * neither retried nor reported as not applied; the body goes up as it came, and toolgate's output
+ * contract (step 9) refuses it with OUTPUT_CONTRACT_VIOLATION.
+ */
+async function executing<T, Output>(
+  request: () => Promise<T>,
+  output: (answer: T) => Output,
+): Promise<Output> {
+  let answer: T;
+  try {
+    answer = await request();
+  } catch (error) {
+    if (isOrdersContractViolation(error)) return error.body as Output;
+    throw translateError(error);
+  }
+  return output(answer);
 }
 
 function orderOutput(order: Order) {
@@ -47,7 +71,7 @@ function refundOutput(refund: Refund) {
 export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiClient }): ImplementedTool[] {
   const api = input.api ?? createOrdersApiClient({ baseUrl: input.ordersUrl });
   const getOrder = defineToolImplementation(getOrderContract, {
-    execute: async ({ args }) => orderOutput(await calling(() => api.getOrder({ orderId: args.order_id }))),
+    execute: async ({ args }) => executing(() => api.getOrder({ orderId: args.order_id }), orderOutput),
   });
   const refundOrder = defineToolImplementation(refundOrderContract, {
     check: async ({ args }) => {
@@ -84,22 +108,31 @@ export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiCli
         refundable_after_cents: order.refundableCents - args.amount_cents,
       };
     },
-    execute: async ({ args, idempotencyKey, credential }) => {
-      const outcome = await calling(() =>
-        api.refund({
-          orderId: args.order_id,
-          amountCents: args.amount_cents,
-          currency: args.currency,
-          reason: args.reason,
-          idempotencyKey,
-          ...(credential !== undefined ? { credential } : {}),
-        }),
-      );
-      return refundOutput(outcome.refund);
-    },
+    execute: async ({ args, idempotencyKey, credential }) =>
+      executing(
+        () =>
+          api.refund({
+            orderId: args.order_id,
+            amountCents: args.amount_cents,
+            currency: args.currency,
+            reason: args.reason,
+            idempotencyKey,
+            ...(credential !== undefined ? { credential } : {}),
+          }),
+        (outcome) => refundOutput(outcome.refund),
+      ),
+    // The service records business refusals under the key too, so a refusal whose answer was lost
+    // keeps its domain code instead of passing for an outage.
     findApplied: async ({ idempotencyKey }) => {
-      const refund = await calling(() => api.findRefundByKey({ idempotencyKey }));
-      return refund ? { applied: true, output: refundOutput(refund) } : { applied: false };
+      const found = await calling(() => api.lookupRefundKey({ idempotencyKey }));
+      switch (found.status) {
+        case 'applied':
+          return { status: 'applied', output: refundOutput(found.refund) };
+        case 'refused':
+          return { status: 'refused', code: found.code, message: found.message };
+        case 'not-seen':
+          return { status: 'not-seen' };
+      }
     },
     verify: async ({ args, output, callId }) => {
       const refund = await calling(() => api.findRefundByKey({ idempotencyKey: callId }));

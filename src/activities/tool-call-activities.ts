@@ -7,7 +7,12 @@ import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import type { Proposal } from '../shared/proposal';
 import type { CallOutcome } from '../shared/session';
 import { callOutcomeSignal } from '../shared/session';
-import type { ImplementedTool, ToolImplementation } from '../tools/define-tool-implementation';
+import { declaresDomainCode } from '../tools/define-tool';
+import type {
+  ImplementedTool,
+  RecordedOutcome,
+  ToolImplementation,
+} from '../tools/define-tool-implementation';
 import { toolErrorKind } from '../tools/tool-errors';
 
 /** What every activity of a call receives: the tool, the call id and the validated arguments. */
@@ -108,7 +113,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     }
     if (kind === 'rejection') {
       const rejection = error as Error & { code: string; data?: Record<string, unknown> };
-      if (rejection.code in tool.contract.domainCodes || rejection.code === 'IDEMPOTENCY_CONFLICT') {
+      if (declaresDomainCode(tool.contract, rejection.code)) {
         return ApplicationFailure.nonRetryable(rejection.message, executionFailureTypes.rejected, {
           code: rejection.code,
           message: rejection.message,
@@ -214,21 +219,34 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       }
     },
 
-    /** Asks the backend whether the call's key was applied; a failure here means the effect is unknown. */
-    async findAppliedEffect(input: ToolCallActivityInput): Promise<{ applied: boolean; output?: unknown }> {
+    /**
+     * Asks the backend what it recorded under the call's key: applied, refused or not seen. A failure
+     * here, or an answer outside that shape, means the effect is unknown. The workflow checks a
+     * refusal's code against the contract.
+     */
+    async findAppliedEffect(input: ToolCallActivityInput): Promise<RecordedOutcome<unknown>> {
       const tool = toolNamed(input.tool);
       const findApplied: ToolImplementation['findApplied'] = tool.implementation.findApplied;
-      if (!findApplied) return { applied: false };
+      if (!findApplied) return { status: 'not-seen' };
+      let found: RecordedOutcome<unknown>;
       try {
-        const found = await findApplied({
+        found = await findApplied({
           args: input.args,
           callId: input.callId,
           idempotencyKey: input.callId,
         });
-        return found.applied ? { applied: true, output: found.output } : { applied: false };
       } catch (error) {
         throw failureFrom({ tool, error, stage: 'lookup' });
       }
+      const recorded = recordedOutcomeOf(found);
+      if (!recorded) {
+        log.error('tool lookup answered outside { status: applied | refused | not-seen }', {
+          tool: tool.contract.name,
+          callId: input.callId,
+        });
+        throw ApplicationFailure.nonRetryable('the lookup answered outside its contract', 'INTERNAL_ERROR');
+      }
+      return recorded;
     },
 
     /** Reads the effect back; a mismatch is a value, an unreachable backend is retried. */
@@ -281,6 +299,25 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
 export interface FinishCallInput {
   record: AuditRecord;
   report?: { sessionWorkflowId: string; outcome: CallOutcome };
+}
+
+/** The implementation's answer as plain data, or undefined when it is not one of the three shapes. */
+function recordedOutcomeOf(found: unknown): RecordedOutcome<unknown> | undefined {
+  const answer = found as Partial<Record<'status' | 'output' | 'code' | 'message' | 'data', unknown>> | null;
+  if (typeof answer !== 'object' || answer === null) return undefined;
+  if (answer.status === 'applied') return { status: 'applied', output: answer.output };
+  if (answer.status === 'not-seen') return { status: 'not-seen' };
+  if (answer.status !== 'refused' || typeof answer.code !== 'string' || typeof answer.message !== 'string') {
+    return undefined;
+  }
+  const data = answer.data;
+  const isRecord = typeof data === 'object' && data !== null && !Array.isArray(data);
+  return {
+    status: 'refused',
+    code: answer.code,
+    message: answer.message,
+    ...(isRecord ? { data: data as Record<string, unknown> } : {}),
+  };
 }
 
 function isSigned(input: { snapshot: CallerPolicySnapshot; check: SignedProposal }): boolean {

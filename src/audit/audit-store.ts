@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { DecisionAttempt, DecisionRecord } from '../shared/temporal';
+import { auditedRawArguments } from '../shared/proposal';
+import type { AdmissionRefusal, DecisionAttempt, DecisionRecord } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
 /** The final record of one run of one call; it outlives Temporal's retention. */
@@ -26,6 +27,33 @@ export interface AuditRecord {
   startedAt: string;
   finishedAt: string;
   durationMs: number;
+}
+
+/**
+ * The audit record of a proposal refused at session admission. No run of its call exists, so the
+ * record's run id is `admission:<proposal id>`: unique per proposal, the same for a retried
+ * admission or a retried workflow task (written once), and never a Temporal run id. Nothing ran, so
+ * it starts and finishes at the session's decision.
+ */
+export function admissionRefusalRecord(refusal: AdmissionRefusal): AuditRecord {
+  const { proposal, result } = refusal;
+  return {
+    callId: refusal.callId,
+    runId: `admission:${refusal.proposalId}`,
+    session: refusal.session,
+    caller: proposal.caller,
+    tool: proposal.tool,
+    rawArguments: auditedRawArguments(proposal),
+    ...(proposal.intentId !== undefined ? { intentId: proposal.intentId } : {}),
+    ...(refusal.policyVersion !== undefined ? { policyVersion: refusal.policyVersion } : {}),
+    code: result.code,
+    ok: result.ok,
+    effect: result.effect,
+    result,
+    startedAt: refusal.at,
+    finishedAt: refusal.at,
+    durationMs: 0,
+  };
 }
 
 /** An append-only store of audit records. */

@@ -37,7 +37,7 @@ export const approvalPolicySchema = z.strictObject({
     .describe('how many distinct approvers a level needs (default 1)'),
 });
 
-/** The guards of one caller's sessions (defaults: 10 steps, 3 identical calls, 3 same rejections, 30 min idle). */
+/** The guards of one caller's sessions (defaults: 25 steps, 3 identical calls, 3 same rejections, 30 min idle). */
 export const sessionPolicySchema = z.strictObject({
   stepBudget: z
     .int()

@@ -32,6 +32,13 @@ export interface Proposal {
   intentId?: string;
 }
 
+/** The raw arguments as an audit record keeps them: the text, or the size and digest of one over the cap. */
+export function auditedRawArguments(proposal: Proposal): string {
+  return proposal.argumentsTooLarge
+    ? `(${proposal.argumentsTooLarge.bytes} bytes, sha256 ${proposal.argumentsTooLarge.sha256})`
+    : proposal.rawArguments;
+}
+
 /** The outcome of parsing raw arguments: a JSON object, or why it is not one. */
 export type ParsedArguments =
   { ok: true; value: Record<string, unknown> } | { ok: false; message: string; parsedValue?: unknown };

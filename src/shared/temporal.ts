@@ -97,10 +97,32 @@ export interface DecisionAttempt {
   envelope: unknown;
 }
 
-/** Sinks the call workflow uses: refused decisions leave no trace in history, so they are audited here. */
+/**
+ * A proposal its session refused at admission (step 0): no call workflow runs for it, so the worker
+ * writes its audit record from this.
+ */
+export interface AdmissionRefusal {
+  /** The proposal's id: with the call id, it keys the record, so the same refusal is written once. */
+  proposalId: string;
+  callId: string;
+  /** The session that refused it (a proposal sent into another session names its own in `proposal`). */
+  session: string;
+  proposal: Proposal;
+  result: ToolResult;
+  /** The policy version the session judged by, when it had loaded the caller's policy. */
+  policyVersion?: string;
+  /** When the session decided (workflow time). */
+  at: string;
+}
+
+/**
+ * Sinks the workflows use for what has no command of its own: refused decisions leave no trace in
+ * history, and session refusals start no call; both are audited here.
+ */
 export interface ToolGateSinks extends Sinks {
   audit: {
     decisionAttempt(attempt: Omit<DecisionAttempt, 'source'>): void;
+    admissionRefusal(refusal: AdmissionRefusal): void;
   };
 }
 

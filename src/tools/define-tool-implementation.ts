@@ -8,8 +8,15 @@ export interface ToolCallContext<Args> {
   callId: string;
 }
 
-/** The answer of the "was this key applied?" lookup. */
-export type AppliedEffect<Output> = { applied: true; output: Output } | { applied: false };
+/**
+ * What the backend recorded under a call's idempotency key: the effect it applied (with the output
+ * `execute` would have returned), a business refusal (with one of the tool's domain codes), or
+ * nothing. `not-seen` must mean the backend never saw the key: the call then reports nothing applied.
+ */
+export type RecordedOutcome<Output> =
+  | { status: 'applied'; output: Output }
+  | { status: 'refused'; code: string; message: string; data?: Record<string, unknown> }
+  | { status: 'not-seen' };
 
 /** The I/O half of a tool, registered by workers as activities. */
 export interface ToolImplementation<Args = unknown, Output = unknown> {
@@ -27,10 +34,14 @@ export interface ToolImplementation<Args = unknown, Output = unknown> {
       credential?: string;
     },
   ) => Promise<Output>;
-  /** For a write: asks the backend whether the key was applied, so a lost response is never reported as not applied. */
+  /**
+   * For a write: asks the backend what it recorded under the key, so a lost response is never
+   * reported as not applied and a refusal whose answer was lost keeps its domain code. Throw when
+   * the backend cannot say: the call then reports its effect as unknown.
+   */
   findApplied?: (
     context: ToolCallContext<Args> & { idempotencyKey: string },
-  ) => Promise<AppliedEffect<Output>>;
+  ) => Promise<RecordedOutcome<Output>>;
   /** The exact effect, computed from the validated arguments, for an approver to read. */
   preview?: (context: ToolCallContext<Args>) => Promise<Record<string, unknown>>;
   /** Reads the effect back after execution; throw to report `VERIFICATION_FAILED`. */

@@ -69,6 +69,15 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
   resource?: (args: z.output<Input>) => string;
 }
 
+/**
+ * True when a tool may refuse with `code`: one of its own declared domain codes (never an inherited
+ * name such as `constructor`), or IDEMPOTENCY_CONFLICT, which any backend honouring keys may answer.
+ * Any other code is the tool's bug and never reaches the model. Pure and sandbox-safe.
+ */
+export function declaresDomainCode(contract: Pick<AnyToolContract, 'domainCodes'>, code: string): boolean {
+  return code === 'IDEMPOTENCY_CONFLICT' || Object.hasOwn(contract.domainCodes, code);
+}
+
 /** A tool definition broke a rule; the message names the tool, the rule and the fix. */
 export class ToolDefinitionError extends Error {
   override readonly name = 'ToolDefinitionError';

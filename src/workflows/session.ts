@@ -5,6 +5,7 @@ import {
   log,
   patched,
   proxyLocalActivities,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -20,7 +21,9 @@ import {
   sessionStatsQuery,
 } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
+import type { ToolGateSinks } from '../shared/temporal';
 import { rejection } from '../shared/tool-result';
+import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
 import { nameRecord } from '../shared/own-records';
 
@@ -70,7 +73,7 @@ export interface SessionLimits {
 const recentAdmissionsKept = 500;
 const reportedRunsKept = 200;
 const defaults: SessionLimits = {
-  stepBudget: 10,
+  stepBudget: 25,
   loopLimit: 3,
   circuitThreshold: 3,
   idleTimeoutMs: 30 * 60 * 1000,
@@ -89,6 +92,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     // Runs from this version on keep one idle timer (re-armed only when it fires) instead of one per
     // admission, and the older patch below is implied. Runs recorded before it replay the way they ran.
     const oneTimer = patched('session-one-idle-timer');
+    const sinks = proxySinks<ToolGateSinks>();
     const state = {
       caller: carried?.caller,
       closed: carried?.closed ?? false,
@@ -224,7 +228,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
       const recorded = recentAdmissions.get(request.proposalId);
       if (recorded) return recorded; // a retried admission is answered again, never counted twice
       const { proposal } = request;
-      const reject = (code: string, message: string): AdmissionDecision => ({
+      const reject = (code: string, message: string): AdmissionDecision & { admitted: false } => ({
         admitted: false,
         result: rejection({ tool: proposal.tool, callId: request.callId, code, message }),
       });
@@ -246,11 +250,13 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         proposal.session !== input.session ||
         (state.caller !== undefined && state.caller !== proposal.caller)
       ) {
-        return reject(
+        const refused = reject(
           'UNAUTHENTICATED_CALLER',
           `This proposal is not signed with ${proposal.caller}'s key for a session it owns. Nothing ran. ` +
             'Do not retry; tell the operator.',
         );
+        auditRefusal(request, refused.result);
+        return refused;
       }
       state.caller ??= proposal.caller;
       activity++;
@@ -263,6 +269,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
       admissionsThisRun++;
       if (!decision.admitted) {
         state.codeCounts[decision.result.code] = (state.codeCounts[decision.result.code] ?? 0) + 1;
+        auditRefusal(request, decision.result);
       }
       showDetails();
       return decision;
@@ -304,6 +311,28 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
         );
       }
       return { admitted: true, step: state.steps };
+    }
+
+    /**
+     * Audits a refusal like every other (DESIGN.md, step 0), through the worker's sink: no command,
+     * so recorded histories replay unchanged, and a replay writes nothing (`callDuringReplay: false`).
+     * Not a durable step, and it need not be: the worker calls the sink before it completes the
+     * workflow task that decides the admission, so a crash before the write fails that task and its
+     * retry decides again and writes; the store keys the record by proposal, so a retried task or
+     * admission writes once. Only a failing store loses a record (the worker logs it), and then the
+     * refusal is still in this session's history as the update's result.
+     */
+    function auditRefusal(request: AdmissionRequest, result: ToolResult): void {
+      const policyVersion = snapshots.get(request.proposal.caller)?.version;
+      sinks.audit.admissionRefusal({
+        proposalId: request.proposalId,
+        callId: request.callId,
+        session: input.session,
+        proposal: request.proposal,
+        result,
+        ...(policyVersion !== undefined ? { policyVersion } : {}),
+        at: new Date(Date.now()).toISOString(),
+      });
     }
 
     /** The signature, checked natively by the worker (a local activity, in this workflow task). */

@@ -35,6 +35,8 @@ import { callStateQuery, decideUpdate, proposeUpdate, searchAttributes } from '.
 import type { ToolResult } from '../shared/tool-result';
 import { rejection } from '../shared/tool-result';
 import type { AnyToolContract, ExecutionRetry, ToolContract, ToolInputSchema } from '../tools/define-tool';
+import { declaresDomainCode } from '../tools/define-tool';
+import type { RecordedOutcome } from '../tools/define-tool-implementation';
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
 import { createToolRegistry } from '../tools/tool-registry';
@@ -447,19 +449,27 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
           );
         }
         if (contract.effect === 'read') return unavailable({ error, contract, effect: 'none' });
-        // Retries ran out: never guess. Ask the backend whether this key was applied.
-        let found: { applied: boolean; output?: unknown };
+        // Retries ran out: never guess. Ask the backend what it recorded under this key.
+        let found: RecordedOutcome<unknown>;
         try {
-          found = await proxyActivities<ToolCallActivities>({
-            startToCloseTimeout: retry.attemptTimeoutMs,
-            retry: { maximumAttempts: 3, initialInterval: retry.initialIntervalMs },
-          }).findAppliedEffect(activityInput);
+          found = asRecordedOutcome(
+            await proxyActivities<ToolCallActivities>({
+              startToCloseTimeout: retry.attemptTimeoutMs,
+              retry: { maximumAttempts: 3, initialInterval: retry.initialIntervalMs },
+            }).findAppliedEffect(activityInput),
+          );
         } catch {
           return unavailable({ error, contract, effect: 'unknown' });
         }
-        if (!found.applied) return unavailable({ error, contract, effect: 'none' });
-        output = found.output;
-        confirmedAfterLoss = true;
+        switch (found.status) {
+          case 'not-seen':
+            return unavailable({ error, contract, effect: 'none' });
+          case 'refused':
+            return refusedByBackend(found);
+          case 'applied':
+            output = found.output;
+            confirmedAfterLoss = true;
+        }
       }
 
       // Step 9: the output contract, then the tool's own read-back.
@@ -506,6 +516,27 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
             (confirmedAfterLoss ? ' (the backend confirmed it after its response was lost)' : '') +
             '. Do not call it again for the same request.';
       return { ok: true, tool: contract.name, code: 'OK', message, effect, data, callId };
+
+      // The backend refused under this key and the answer was lost: its domain code, nothing applied.
+      // A code the contract does not declare is the tool's bug, hidden from the model as on execution.
+      function refusedByBackend(found: {
+        code: string;
+        message: string;
+        data?: Record<string, unknown>;
+      }): ToolResult {
+        if (!declaresDomainCode(contract!, found.code)) {
+          log.error('tool lookup answered with an undeclared domain code', {
+            callId,
+            tool: contract!.name,
+            code: found.code,
+          });
+          return internalError(contract!);
+        }
+        return reject(found.code, found.message, {
+          effect: 'none',
+          ...(found.data ? { data: found.data } : {}),
+        });
+      }
 
       async function runChecks(): Promise<ToolResult | undefined> {
         state.stage = 'checking';
@@ -812,10 +843,7 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
     }): ToolResult {
       const { contract, effect } = input;
       if (failureOf(input.error).type === 'INTERNAL_ERROR' && effect === 'none') {
-        return reject(
-          'INTERNAL_ERROR',
-          `${contract.name} failed unexpectedly and nothing was applied. Do not retry; tell the user.`,
-        );
+        return internalError(contract);
       }
       const outcome =
         effect === 'unknown'
@@ -825,6 +853,13 @@ export function createToolCallWorkflow(options: ToolCallWorkflowOptions) {
         effect,
         data: { callId },
       });
+    }
+
+    function internalError(contract: AnyToolContract): ToolResult {
+      return reject(
+        'INTERNAL_ERROR',
+        `${contract.name} failed unexpectedly and nothing was applied. Do not retry; tell the user.`,
+      );
     }
 
     function auditRecordOf(finalResult: ToolResult): AuditRecord {
@@ -887,6 +922,17 @@ function failureOf(error: unknown): { type?: string; message?: string; details?:
     return failure as { type: string; message?: string; details?: unknown[] };
   const cause = failure?.cause as { type?: string; message?: string; details?: unknown[] } | undefined;
   return cause ?? {};
+}
+
+/**
+ * Reads `findAppliedEffect`'s result. Runs recorded before a backend could report a refusal hold
+ * `{ applied, output? }`: it reads as applied or not seen, so those runs replay as they ran.
+ */
+function asRecordedOutcome(
+  found: RecordedOutcome<unknown> | { applied: boolean; output?: unknown },
+): RecordedOutcome<unknown> {
+  if ('status' in found) return found;
+  return found.applied ? { status: 'applied', output: found.output } : { status: 'not-seen' };
 }
 
 function asData(output: unknown): Record<string, unknown> {

@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { createServer } from 'node:net';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +13,7 @@ import {
 } from '../../examples/orders/orders-api-client';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { startOrdersService } from '../../examples/orders/service/orders-service';
+import { openOrdersDatabase } from '../../examples/orders/service/orders-database';
 import type { CredentialCheck } from '../../examples/orders/service/orders-service';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
@@ -239,17 +244,40 @@ describe('orders service (real process over HTTP)', () => {
       expect((await api.refund(refundOf({ amountCents: 2000 }))).refund.remainingRefundableCents).toBe(0);
     });
 
-    it('leaves a rejected key unapplied, so it can carry a valid refund later', async () => {
+    it('answers a key that was refused with the same refusal, like a payment gateway, and applies nothing', async () => {
+      const request = refundOf({ amountCents: 12_001 });
+      const first = await expectRejection(() => api.refund(request), 'AMOUNT_EXCEEDS_REFUNDABLE', 422);
+      const again = await expectRejection(() => api.refund(request), 'AMOUNT_EXCEEDS_REFUNDABLE', 422);
+
+      expect(again).toBe(first);
+      expect(await api.refundCount()).toBe(0);
+      expect((await api.getOrder({ orderId: 'ORD-1001' })).refundedCents).toBe(0);
+    });
+
+    it('answers the stored refusal even after the order changed, since the key already has its outcome', async () => {
+      const request = refundOf({ currency: 'USD' });
+      await expectRejection(() => api.refund(request), 'CURRENCY_MISMATCH', 422);
+      await api.refund(refundOf({ amountCents: 5000 }));
+
+      await expectRejection(() => api.refund(request), 'CURRENCY_MISMATCH', 422);
+      expect(await api.refundCount()).toBe(1);
+    });
+
+    it('refuses a refused key sent with other parameters as IDEMPOTENCY_CONFLICT and applies nothing', async () => {
       const idempotencyKey = newKey();
       await expectRejection(
         () => api.refund(refundOf({ idempotencyKey, currency: 'USD' })),
         'CURRENCY_MISMATCH',
         422,
       );
-      const outcome = await api.refund(refundOf({ idempotencyKey }));
+      const message = await expectRejection(
+        () => api.refund(refundOf({ idempotencyKey })),
+        'IDEMPOTENCY_CONFLICT',
+        409,
+      );
 
-      expect(outcome.replayed).toBe(false);
-      expect(await api.refundCount()).toBe(1);
+      expect(message).toContain('CURRENCY_MISMATCH');
+      expect(await api.refundCount()).toBe(0);
     });
 
     it('replays a completed refund even after the order became fully refunded', async () => {
@@ -269,6 +297,43 @@ describe('orders service (real process over HTTP)', () => {
 
       expect(await api.findRefundByKey({ idempotencyKey: request.idempotencyKey })).toEqual(refund);
       expect(await api.findRefundByKey({ idempotencyKey: newKey() })).toBeNull();
+    });
+
+    it('tells an applied key, a refused key and a key never seen apart', async () => {
+      const applied = refundOf();
+      const { refund } = await api.refund(applied);
+      const refused = refundOf({ orderId: 'ORD-9999' });
+      const message = await expectRejection(() => api.refund(refused), 'ORDER_NOT_FOUND', 404);
+
+      expect(await api.lookupRefundKey({ idempotencyKey: applied.idempotencyKey })).toEqual({
+        status: 'applied',
+        refund,
+      });
+      expect(await api.lookupRefundKey({ idempotencyKey: refused.idempotencyKey })).toEqual({
+        status: 'refused',
+        code: 'ORDER_NOT_FOUND',
+        message,
+      });
+      expect(await api.lookupRefundKey({ idempotencyKey: newKey() })).toEqual({ status: 'not-seen' });
+      // A refused key has no refund: the older question "which refund was applied?" still answers null.
+      expect(await api.findRefundByKey({ idempotencyKey: refused.idempotencyKey })).toBeNull();
+    });
+
+    it('answers a refused key with 200 and a body that says refused, with the code and message', async () => {
+      const refused = refundOf({ amountCents: 12_001 });
+      await expectRejection(() => api.refund(refused), 'AMOUNT_EXCEEDS_REFUNDABLE', 422);
+      const response = await fetch(
+        `${service.url}/refunds/by-key/${encodeURIComponent(refused.idempotencyKey)}`,
+      );
+
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({
+        status: 'refused',
+        idempotency_key: refused.idempotencyKey,
+        code: 'AMOUNT_EXCEEDS_REFUNDABLE',
+        order_id: 'ORD-1001',
+        amount_cents: 12_001,
+      });
     });
   });
 
@@ -305,6 +370,19 @@ describe('orders service (real process over HTTP)', () => {
       await expectUnavailable(() => api.refund(request));
       expect((await api.refund(request)).replayed).toBe(true);
       expect(await api.refundCount()).toBe(1);
+    });
+
+    it('records a refusal, then loses its answer: the lookup says refused and the key answers it again', async () => {
+      const request = refundOf({ amountCents: 12_001 });
+      await api.setFaults({ idempotencyKey: request.idempotencyKey, loseResponseAfterCommit: 1 });
+
+      await expectUnavailable(() => api.refund(request));
+      expect(await api.lookupRefundKey({ idempotencyKey: request.idempotencyKey })).toMatchObject({
+        status: 'refused',
+        code: 'AMOUNT_EXCEEDS_REFUNDABLE',
+      });
+      await expectRejection(() => api.refund(request), 'AMOUNT_EXCEEDS_REFUNDABLE', 422);
+      expect(await api.refundCount()).toBe(0);
     });
 
     it('answers 503 for the next n requests with the key without touching data, then applies', async () => {
@@ -345,6 +423,8 @@ describe('orders service (real process over HTTP)', () => {
         loseResponseAfterCommit: 0,
         unavailable: 0,
         lookupUnavailable: 1000,
+        malformedResponse: 0,
+        concurrentRefund: 0,
       });
       for (let attempt = 0; attempt < 5; attempt += 1) {
         await expectUnavailable(() => api.findRefundByKey({ idempotencyKey }));
@@ -373,6 +453,8 @@ describe('orders service (real process over HTTP)', () => {
         loseResponseAfterCommit: 0,
         unavailable: 3,
         lookupUnavailable: 2,
+        malformedResponse: 0,
+        concurrentRefund: 0,
       });
     });
   });
@@ -396,6 +478,17 @@ describe('orders service (real process over HTTP)', () => {
       });
       expect(await api.findRefundByKey({ idempotencyKey: applied.idempotencyKey })).toBeNull();
       expect((await api.refund(faulty)).replayed).toBe(false);
+    });
+
+    it('clears recorded refusals, so their keys are not seen any more', async () => {
+      const refused = refundOf({ currency: 'USD' });
+      await expectRejection(() => api.refund(refused), 'CURRENCY_MISMATCH', 422);
+
+      await api.reset();
+
+      expect(await api.lookupRefundKey({ idempotencyKey: refused.idempotencyKey })).toEqual({
+        status: 'not-seen',
+      });
     });
   });
 
@@ -677,5 +770,51 @@ describe('credential seam (in-process service)', () => {
         idempotencyKey,
       },
     ]);
+  });
+});
+
+describe('orders database file from an earlier version', () => {
+  it('opens a file without the refusals table, keeps its refunds and records refusals from then on', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'orders-database-'));
+    const path = join(directory, 'orders.sqlite');
+    try {
+      const refund = {
+        orderId: 'ORD-1001',
+        amountCents: 2590,
+        currency: 'BRL' as const,
+        reason: 'damaged' as const,
+        createdAt: new Date().toISOString(),
+      };
+      const earlier = openOrdersDatabase({ path });
+      earlier.applyRefund({ ...refund, idempotencyKey: 'key-applied', refundId: 'RF-1' });
+      earlier.close();
+      // What a file written before refusals were recorded looks like: no refund_refusals table.
+      const raw = new Database(path);
+      raw.exec('DROP TABLE refund_refusals');
+      raw.close();
+
+      const reopened = openOrdersDatabase({ path });
+      try {
+        expect(reopened.findRefundByKey({ idempotencyKey: 'key-applied' })).toMatchObject({
+          refundId: 'RF-1',
+        });
+        expect(
+          reopened.applyRefund({
+            ...refund,
+            amountCents: 20_000,
+            idempotencyKey: 'key-refused',
+            refundId: 'RF-2',
+          }),
+        ).toMatchObject({ outcome: 'rejected', code: 'AMOUNT_EXCEEDS_REFUNDABLE', replayed: false });
+        expect(reopened.findRefusalByKey({ idempotencyKey: 'key-refused' })).toMatchObject({
+          code: 'AMOUNT_EXCEEDS_REFUNDABLE',
+        });
+        expect(reopened.listRefunds({})).toHaveLength(1);
+      } finally {
+        reopened.close();
+      }
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

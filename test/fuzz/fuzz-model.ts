@@ -42,7 +42,7 @@ const maxArgumentsBytes = 256 * 1024;
 /** Arguments nested deeper than this (arrays and objects, the outer object being 1) are INVALID_JSON. */
 const maxArgumentsDepth = 64;
 /** The session workflow's defaults when the caller's policy sets none (DESIGN.md: per caller's `session`). */
-const sessionDefaults = { stepBudget: 10, loopLimit: 3, circuitThreshold: 3 };
+const sessionDefaults = { stepBudget: 25, loopLimit: 3, circuitThreshold: 3 };
 
 /**
  * Backend requests a call costs, from its tool and its answer, per the orders implementations

@@ -497,8 +497,11 @@ const sessionPlan = fc.record({
     fuzzCallers.readOnly,
     fuzzCallers.testTools,
   ),
-  // Up to 12: past the default step budget of 10, so STEP_LIMIT shows up too.
-  length: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 1, max: 8 }) }, fc.integer({ min: 9, max: 12 })),
+  // Now and then 24 to 27: past the default step budget of 25, so STEP_LIMIT shows up too.
+  length: fc.oneof(
+    { weight: 10, arbitrary: fc.integer({ min: 1, max: 8 }) },
+    fc.integer({ min: 24, max: 27 }),
+  ),
 });
 
 /** A whole session: its owner's calls, with repeats, and now and then a proposal from someone else. */

@@ -74,6 +74,10 @@ describe(`fuzz: ${payloads} random and mutated proposals (seed ${seed}; TOOLGATE
     expect(report.unchecked).toBe(0);
   });
 
+  it('runs sessions past the default step budget, so STEP_LIMIT is checked too', () => {
+    expect(report.answersByCode.STEP_LIMIT ?? 0).toBeGreaterThan(0);
+  });
+
   it('answers with well-formed ToolResults that leak no internal error', () => {
     expect(report.malformedResults).toEqual([]);
   });

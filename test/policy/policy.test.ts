@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -84,23 +84,50 @@ describe('policy files', () => {
     return path;
   };
 
-  it('loads the shipped default policy, which has no caller that refunds without approval', () => {
+  /** Loads a shipped policy with development keys for every caller and approver it names (as `npm start` does). */
+  const loadShipped = (file: string) => {
+    const path = join(__dirname, '../../examples/orders', file);
     const keysDirectory = mkdtempSync(join(tmpdir(), 'toolgate-keys-'));
-    for (const name of ['support-bot', 'readonly-bot']) {
+    const named = JSON.parse(readFileSync(path, 'utf8')) as {
+      callers: Record<string, unknown>;
+      approvers: Record<string, unknown>;
+    };
+    for (const name of Object.keys(named.callers))
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
-    }
-    for (const name of ['alice', 'bob'])
+    for (const name of Object.keys(named.approvers))
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'approver', name } });
-    const policy = loadPolicyFile({
-      path: join(__dirname, '../../examples/orders/policy.json'),
-      registry,
-      keysDirectory,
-    });
-    expect(policy.version).toMatch(/^orders-demo-2@[0-9a-f]{12}$/);
+    return loadPolicyFile({ path, registry, keysDirectory });
+  };
+
+  it('loads the shipped default policy, which has no caller that refunds without approval', () => {
+    const policy = loadShipped('policy.json');
+    expect(policy.version).toMatch(/^orders-demo-3@[0-9a-f]{12}$/);
     for (const caller of Object.values(policy.file.callers)) {
       if (caller.tools.includes('refund_order')) expect(caller.autonomy).not.toMatch(/irreversible|critical/);
     }
   });
+
+  it.each(['policy.json', 'policy.unattended.json'])(
+    'ships %s with the two-person rule: a critical refund by support-bot needs two distinct approvers, and two may give it',
+    (file) => {
+      const policy = loadShipped(file);
+      const { callerPolicy, approvers } = policy.snapshotFor('support-bot');
+      const verdict = evaluatePolicy({
+        contract: refundOrderContract,
+        args: refund(12_000),
+        caller: 'support-bot',
+        callerPolicy: callerPolicy!,
+      });
+      expect(verdict).toMatchObject({ allowed: true, needsApproval: true, riskLevel: 'critical' });
+      expect(callerPolicy?.approval?.quorum?.critical).toBe(2);
+      // An irreversible refund (the demo's 2,590 cents) still needs one approval.
+      expect(callerPolicy?.approval?.quorum?.irreversible ?? 1).toBe(1);
+      const eligible = Object.entries(approvers).filter(
+        ([, approver]) => approver.maxLevel === 'critical' && !approver.operates.includes('support-bot'),
+      );
+      expect(eligible.map(([name]) => name).sort()).toEqual(['alice', 'dave']);
+    },
+  );
 
   it.each([
     ['broken JSON', '{"callers": ', 'not valid JSON'],

@@ -25,7 +25,7 @@ export const testPolicy: PolicyFileInput = {
   callers: {
     'test-refunder': {
       publicKey: 'callers/test-refunder.pub',
-      tools: ['get_order', 'refund_order', 'echo_shape', 'explode'],
+      tools: ['get_order', 'refund_order', 'echo_shape', 'explode', 'missing_field'],
       autonomy: 'critical',
       limits: { refund_order: { amount_cents: { max: 50_000 } } },
     },

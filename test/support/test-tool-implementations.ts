@@ -1,6 +1,6 @@
 import type { ImplementedTool } from '../../src/index';
 import { defineToolImplementation } from '../../src/index';
-import { echoShapeContract, explodeContract } from './test-tools';
+import { echoShapeContract, explodeContract, missingFieldContract } from './test-tools';
 
 /** The secret the exploding tool puts in its error; it must appear in no ToolResult. */
 export const explodeSecret = 'db-password=hunter2';
@@ -12,6 +12,10 @@ export function createTestTools(): ImplementedTool[] {
       // The cast is the point: this implementation breaks its own contract when asked to.
       execute: async ({ args }) =>
         args.broken ? ({ value: 'not a number' } as unknown as { value: number }) : { value: 7 },
+    }),
+    defineToolImplementation(missingFieldContract, {
+      // The cast is the point: `label` is missing.
+      execute: async () => ({ value: 7 }) as unknown as { value: number; label: string },
     }),
     defineToolImplementation(explodeContract, {
       execute: async () => {

@@ -13,6 +13,15 @@ export const echoShapeContract = defineToolContract({
   effect: 'read',
 });
 
+/** Answers without a field its output contract requires (`label`). */
+export const missingFieldContract = defineToolContract({
+  name: 'missing_field',
+  description: 'Test tool: returns a record that lacks a field its output contract requires.',
+  input: z.strictObject({}),
+  output: z.strictObject({ value: z.int(), label: z.string() }),
+  effect: 'read',
+});
+
 /** Throws an unexpected error whose details must never reach the model. */
 export const explodeContract = defineToolContract({
   name: 'explode',
@@ -23,4 +32,4 @@ export const explodeContract = defineToolContract({
 });
 
 /** The test domain's contracts. */
-export const testContracts = [echoShapeContract, explodeContract] as const;
+export const testContracts = [echoShapeContract, explodeContract, missingFieldContract] as const;

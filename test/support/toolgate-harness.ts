@@ -8,9 +8,11 @@ import type { Logger, Worker } from '@temporalio/worker';
 import { createOrdersTools } from '../../examples/orders/orders-implementations';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { KeyObject } from 'node:crypto';
+import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import type { AuditStore, CallInput } from '../../src/index';
 import { ApprovalAdmin } from '../../src/admin/approvals';
 import { createCredentialMinter } from '../../src/keys/credential-minter';
+import type { CredentialMinter } from '../../src/keys/credential-minter';
 import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../../src/keys/key-files';
 import type { PolicyFileInput } from '../../src/policy/policy-schema';
 import {
@@ -33,6 +35,8 @@ export interface ToolGateHarness {
   temporal: Client;
   audit: AuditStore;
   admin: ApprovalAdmin;
+  /** The worker's credential minter, so a test can send a refund of its own that the orders service accepts. */
+  minter: CredentialMinter;
   taskQueue: string;
   /** The folder with every test key pair (callers/, approvers/, minter). */
   keysDirectory: string;
@@ -45,8 +49,11 @@ export interface ToolGateHarness {
   /** Refund arguments for ORD-1001 with overrides, as raw JSON text. */
   refundArguments(overrides?: Record<string, unknown>): string;
   call(input: Omit<CallInput, 'session'> & { session?: string }): ReturnType<ToolGateClient['call']>;
-  /** Stops the worker and starts a new one on the same task queue (calls in flight continue on it). */
-  restartWorker(): Promise<void>;
+  /**
+   * Stops the worker and starts a new one on the same task queue (calls in flight continue on it);
+   * `whileStopped` runs in between, so what it sends waits for the new worker.
+   */
+  restartWorker(whileStopped?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -66,6 +73,8 @@ export async function startHarness(input: {
   minterPolicy?: PolicyFileInput;
   /** The worker runtime's logger, when this process's first harness installs it (default: errors only). */
   logger?: Logger;
+  /** Wraps the orders client the worker's tools talk through (e.g. so another refund lands between a check and its execution). */
+  ordersApi?: (api: OrdersApiClient) => OrdersApiClient;
 }): Promise<ToolGateHarness> {
   if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
@@ -129,7 +138,13 @@ export async function startHarness(input: {
       privateKey: readPrivateKey(minterKeys.privateKey),
       policy: () => minterPolicy,
     });
-    const tools = [...createOrdersTools({ ordersUrl: orders.url }), ...createTestTools()];
+    const tools = [
+      ...createOrdersTools({
+        ordersUrl: orders.url,
+        ...(input.ordersApi ? { api: input.ordersApi(orders.api) } : {}),
+      }),
+      ...createTestTools(),
+    ];
     const startWorker = async (): Promise<() => Promise<void>> => {
       const worker: Worker = await createToolGateWorker({
         connection: nativeConnection,
@@ -148,9 +163,13 @@ export async function startHarness(input: {
     };
     let stopWorker = await startWorker();
     cleanups.push(() => stopWorker());
-    const restartWorker = async (): Promise<void> => {
+    const restartWorker = async (whileStopped?: () => Promise<void>): Promise<void> => {
       await stopWorker();
-      stopWorker = await startWorker();
+      try {
+        await whileStopped?.();
+      } finally {
+        stopWorker = await startWorker();
+      }
     };
     const connection = await Connection.connect({ address: input.address });
     cleanups.push(() => connection.close());
@@ -170,6 +189,7 @@ export async function startHarness(input: {
       temporal,
       audit,
       admin,
+      minter,
       taskQueue,
       keysDirectory,
       policyPath,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineToolContract, ToolDefinitionError } from '../../src/definitions';
 import { defineToolImplementation } from '../../src/index';
+import { declaresDomainCode } from '../../src/tools/define-tool';
 import { createToolRegistry } from '../../src/tools/tool-registry';
 import { validateArguments } from '../../src/tools/validate-arguments';
 import {
@@ -54,6 +55,16 @@ describe('defineToolContract refuses a definition that breaks a rule, saying wha
     expect(() => createToolRegistry({ tools: [getOrderContract, getOrderContract] })).toThrow(
       'defined twice',
     );
+  });
+});
+
+describe('domain codes a tool may refuse with', () => {
+  it('are its own declared codes and IDEMPOTENCY_CONFLICT, never an inherited name or another code', () => {
+    expect(declaresDomainCode(refundOrderContract, 'AMOUNT_EXCEEDS_REFUNDABLE')).toBe(true);
+    expect(declaresDomainCode(refundOrderContract, 'IDEMPOTENCY_CONFLICT')).toBe(true);
+    expect(declaresDomainCode(refundOrderContract, 'CARD_DECLINED')).toBe(false);
+    expect(declaresDomainCode(refundOrderContract, 'constructor')).toBe(false);
+    expect(declaresDomainCode(getOrderContract, 'CURRENCY_MISMATCH')).toBe(false);
   });
 });
 

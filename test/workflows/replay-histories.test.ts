@@ -24,8 +24,13 @@ describe('recorded histories of representative calls', () => {
       {
         workflowsPath: join(__dirname, '..', 'support', 'test-workflows.ts'),
         bundlerOptions: workflowBundlerOptions,
-        // The workflows call the audit sink; replay never runs it, but it must be registered.
-        sinks: { audit: { decisionAttempt: { fn: () => undefined, callDuringReplay: false } } },
+        // The workflows call the audit sinks; replay never runs them, but they must be registered.
+        sinks: {
+          audit: {
+            decisionAttempt: { fn: () => undefined, callDuringReplay: false },
+            admissionRefusal: { fn: () => undefined, callDuringReplay: false },
+          },
+        },
       },
       histories,
     )) {

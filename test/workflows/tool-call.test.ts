@@ -1,14 +1,55 @@
+import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 import { explodeSecret } from '../support/test-tool-implementations';
 import type { ToolResult } from '../../src/index';
+import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
+import { refundOrderContract } from '../../examples/orders/orders-contracts';
 
 let harness: ToolGateHarness;
 
-useHarness((started) => (harness = started));
+/** Keys whose execution meets another refund that emptied the order after their check passed. */
+const drainedBeforeExecution = new Set<string>();
+
+useHarness((started) => (harness = started), {
+  ordersApi: (api) => ({
+    ...api,
+    refund: async (request) => {
+      if (drainedBeforeExecution.delete(request.idempotencyKey)) await refundTheRest(api, request.orderId);
+      return api.refund(request);
+    },
+  }),
+});
 
 const refunder = 'test-refunder';
+
+/** Another refund, with a credential of its own, takes everything still refundable on the order. */
+async function refundTheRest(api: OrdersApiClient, orderId: string): Promise<void> {
+  const order = await api.getOrder({ orderId });
+  const idempotencyKey = `other-${randomUUID()}`;
+  const args = {
+    order_id: orderId,
+    amount_cents: order.refundableCents,
+    currency: order.currency,
+    reason: 'customer_request' as const,
+  };
+  const credential = harness.minter.mint({
+    contract: refundOrderContract,
+    caller: refunder,
+    callId: idempotencyKey,
+    runId: 'another-run',
+    args,
+  });
+  await api.refund({
+    orderId,
+    amountCents: args.amount_cents,
+    currency: args.currency,
+    reason: args.reason,
+    idempotencyKey,
+    credential,
+  });
+}
 
 /** The run's final record in the audit store says what the model was told. */
 function expectAudited(result: ToolResult): void {
@@ -365,6 +406,32 @@ describe('faults at the backend', () => {
     expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
+
+  it.each([
+    ['its answer was lost on every attempt', { loseResponseAfterCommit: 100 }],
+    [
+      'its answer was lost, then 503s outlasted the retries',
+      { loseResponseAfterCommit: 1, unavailable: 100 },
+    ],
+  ])(
+    'answers the backend’s domain code with nothing applied when it refused the refund at execution and %s',
+    async (_case, faults) => {
+      const callId = refundCallId();
+      await harness.orders.api.setFaults({ idempotencyKey: callId, ...faults });
+      drainedBeforeExecution.add(callId);
+      const result = await callRefund();
+      expect(result).toMatchObject({ ok: false, code: 'AMOUNT_EXCEEDS_REFUNDABLE', effect: 'none', callId });
+      expect(result.message).toContain('still refundable');
+      expectAudited(result);
+      expect(await harness.orders.api.lookupRefundKey({ idempotencyKey: callId })).toMatchObject({
+        status: 'refused',
+        code: 'AMOUNT_EXCEEDS_REFUNDABLE',
+      });
+      // The only refund is the other one that emptied the order; this call applied none.
+      expect(await harness.orders.api.findRefundByKey({ idempotencyKey: callId })).toBeNull();
+      expect(await appliedRefunds()).toBe(1);
+    },
+  );
 
   it('succeeds when 503s stop before the retries run out', async () => {
     await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), unavailable: 2 });

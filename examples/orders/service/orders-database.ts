@@ -36,19 +36,35 @@ export type RefundRecord = {
   createdAt: string;
 };
 
-/** The refusals a refund meets under the business rules; the key stays unapplied, so it may be used again. */
+/**
+ * The refusals a refund meets under the business rules. Each is recorded under its idempotency key,
+ * as a payment gateway does: the same key and parameters get the same refusal again.
+ */
 export type RefundRejectionCode = 'ORDER_NOT_FOUND' | 'CURRENCY_MISMATCH' | 'AMOUNT_EXCEEDS_REFUNDABLE';
+
+/** A business refusal recorded under its idempotency key; a key has a refund or a refusal, never both. */
+export type RefundRefusalRecord = {
+  idempotencyKey: string;
+  orderId: string;
+  amountCents: number;
+  currency: OrderCurrency;
+  code: RefundRejectionCode;
+  message: string;
+  refusedAt: string;
+};
 
 /** What applying a refund did: exactly one of these, decided inside one transaction. */
 export type ApplyRefundOutcome =
   | { outcome: 'applied'; refund: RefundRecord }
   | { outcome: 'replayed'; refund: RefundRecord }
-  | { outcome: 'conflict'; storedRefund: RefundRecord; message: string }
+  | { outcome: 'conflict'; storedRefund?: RefundRecord; message: string }
   | {
       outcome: 'rejected';
       code: RefundRejectionCode;
       message: string;
       refundableCents?: number;
+      /** True when the key had already been refused and nothing was checked again. */
+      replayed: boolean;
     };
 
 /** The fault switches a test can arm for one idempotency key; each counts down once per request it affects. */
@@ -74,6 +90,8 @@ export type OrdersDatabase = {
     createdAt: string;
   }): ApplyRefundOutcome;
   findRefundByKey(input: { idempotencyKey: string }): RefundRecord | null;
+  /** The business refusal recorded under the key, or null when the key was never refused. */
+  findRefusalByKey(input: { idempotencyKey: string }): RefundRefusalRecord | null;
   listRefunds(input: { orderId?: string }): RefundRecord[];
   setFaultSwitches(input: { idempotencyKey: string } & Partial<FaultSwitches>): FaultSwitches;
   /** The switches armed for a key (all zero when none), without changing them. */
@@ -84,7 +102,7 @@ export type OrdersDatabase = {
    * before. One atomic INSERT, so two concurrent requests with one credential cannot both get true.
    */
   recordCredentialUse(input: { jti: string; idempotencyKey: string; acceptedAt: string }): boolean;
-  /** Restores the seed orders and clears refunds and fault switches; used credential ids are kept. */
+  /** Restores the seed orders and clears refunds, recorded refusals and fault switches; used credential ids are kept. */
   reset(): void;
   close(): void;
 };
@@ -133,6 +151,18 @@ CREATE TABLE IF NOT EXISTS refunds (
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS refunds_by_order ON refunds(order_id);
+-- Business refusals under their idempotency key, so a key answers the same outcome every time and
+-- the by-key lookup can tell "refused" from "never seen". IF NOT EXISTS: files from before get it.
+CREATE TABLE IF NOT EXISTS refund_refusals (
+  idempotency_key TEXT PRIMARY KEY,
+  order_id TEXT NOT NULL,
+  amount_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  request_digest TEXT NOT NULL,
+  code TEXT NOT NULL,
+  message TEXT NOT NULL,
+  refused_at TEXT NOT NULL
+);
 -- Every credential id (jti) ever accepted, so a credential works for one request only. Kept
 -- across reset: a used credential must never become usable again.
 CREATE TABLE IF NOT EXISTS credential_uses (
@@ -166,6 +196,17 @@ type RefundRow = {
   request_digest: string;
   remaining_refundable_cents: number;
   created_at: string;
+};
+
+type RefusalRow = {
+  idempotency_key: string;
+  order_id: string;
+  amount_cents: number;
+  currency: OrderCurrency;
+  request_digest: string;
+  code: RefundRejectionCode;
+  message: string;
+  refused_at: string;
 };
 
 type FaultRow = {
@@ -225,6 +266,18 @@ function toRefund(row: RefundRow): RefundRecord {
   };
 }
 
+function toRefusal(row: RefusalRow): RefundRefusalRecord {
+  return {
+    idempotencyKey: row.idempotency_key,
+    orderId: row.order_id,
+    amountCents: row.amount_cents,
+    currency: row.currency,
+    code: row.code,
+    message: row.message,
+    refusedAt: row.refused_at,
+  };
+}
+
 /** Opens (creating and seeding on first open) the orders database at `path` (`:memory:` allowed), in WAL mode. */
 export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
   const database = new Database(path);
@@ -247,6 +300,14 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
         @remaining_refundable_cents, @created_at)`,
     ),
     refundByKey: database.prepare<[string], RefundRow>('SELECT * FROM refunds WHERE idempotency_key = ?'),
+    insertRefusal: database.prepare(
+      `INSERT INTO refund_refusals (idempotency_key, order_id, amount_cents, currency, request_digest, code, message,
+        refused_at)
+       VALUES (@idempotency_key, @order_id, @amount_cents, @currency, @request_digest, @code, @message, @refused_at)`,
+    ),
+    refusalByKey: database.prepare<[string], RefusalRow>(
+      'SELECT * FROM refund_refusals WHERE idempotency_key = ?',
+    ),
     allRefunds: database.prepare<[], RefundRow>('SELECT * FROM refunds ORDER BY rowid'),
     refundsOfOrder: database.prepare<[string], RefundRow>(
       'SELECT * FROM refunds WHERE order_id = ? ORDER BY rowid',
@@ -302,33 +363,62 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
             'or use a new idempotency key for a different refund.',
         };
       }
-      const order = statements.getOrder.get(input.orderId);
-      if (!order) {
+      // A refused key answers its refusal again, even if the order has changed since: same key, same outcome.
+      const refused = statements.refusalByKey.get(input.idempotencyKey);
+      if (refused) {
+        if (refused.request_digest === requestDigest) {
+          return { outcome: 'rejected', code: refused.code, message: refused.message, replayed: true };
+        }
         return {
-          outcome: 'rejected',
-          code: 'ORDER_NOT_FOUND',
-          message: `Order ${input.orderId} does not exist. Check the order id with the customer; nothing was refunded.`,
+          outcome: 'conflict',
+          message:
+            `Idempotency key ${input.idempotencyKey} was already used for a refund of ${refused.amount_cents} ` +
+            `${refused.currency} cents on ${refused.order_id}, refused with ${refused.code}. Send exactly those ` +
+            'parameters to get the same answer, or use a new idempotency key for a different refund.',
         };
       }
+      // Recorded in this transaction, so the refusal and its key commit together or not at all.
+      const refuse = (refusal: {
+        code: RefundRejectionCode;
+        message: string;
+        refundableCents?: number;
+      }): ApplyRefundOutcome => {
+        statements.insertRefusal.run({
+          idempotency_key: input.idempotencyKey,
+          order_id: input.orderId,
+          amount_cents: input.amountCents,
+          currency: input.currency,
+          request_digest: requestDigest,
+          code: refusal.code,
+          message: refusal.message,
+          refused_at: input.createdAt,
+        });
+        return { outcome: 'rejected', ...refusal, replayed: false };
+      };
+      const order = statements.getOrder.get(input.orderId);
+      if (!order) {
+        return refuse({
+          code: 'ORDER_NOT_FOUND',
+          message: `Order ${input.orderId} does not exist. Check the order id with the customer; nothing was refunded.`,
+        });
+      }
       if (order.currency !== input.currency) {
-        return {
-          outcome: 'rejected',
+        return refuse({
           code: 'CURRENCY_MISMATCH',
           message:
             `Order ${input.orderId} was paid in ${order.currency}, not ${input.currency}. ` +
             `Ask for the refund in ${order.currency}; nothing was refunded.`,
-        };
+        });
       }
       const refundableCents = order.total_cents - order.refunded_cents;
       if (input.amountCents > refundableCents) {
-        return {
-          outcome: 'rejected',
+        return refuse({
           code: 'AMOUNT_EXCEEDS_REFUNDABLE',
           refundableCents,
           message:
             `Order ${input.orderId} has only ${refundableCents} ${order.currency} cents still refundable, ` +
             `less than the ${input.amountCents} asked. Ask for at most ${refundableCents} cents; nothing was refunded.`,
-        };
+        });
       }
       const row: RefundRow = {
         refund_id: input.refundId,
@@ -367,7 +457,9 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
   );
 
   const resetTransaction = database.transaction(() => {
-    database.exec('DELETE FROM refunds; DELETE FROM fault_switches; DELETE FROM orders;');
+    database.exec(
+      'DELETE FROM refunds; DELETE FROM refund_refusals; DELETE FROM fault_switches; DELETE FROM orders;',
+    );
     seed();
   });
 
@@ -382,6 +474,10 @@ export function openOrdersDatabase({ path }: { path: string }): OrdersDatabase {
     findRefundByKey: ({ idempotencyKey }) => {
       const row = statements.refundByKey.get(idempotencyKey);
       return row ? toRefund(row) : null;
+    },
+    findRefusalByKey: ({ idempotencyKey }) => {
+      const row = statements.refusalByKey.get(idempotencyKey);
+      return row ? toRefusal(row) : null;
     },
     listRefunds: ({ orderId }) =>
       (orderId === undefined ? statements.allRefunds.all() : statements.refundsOfOrder.all(orderId)).map(

@@ -10,6 +10,7 @@ import type {
   OrdersDatabase,
   RefundReason,
   RefundRecord,
+  RefundRefusalRecord,
 } from './orders-database';
 
 /** What a credential check is asked about: the exact refund the credential must have been minted for. */
@@ -69,6 +70,8 @@ const faultBodySchema = z.strictObject({
   lose_response_after_commit: faultCountSchema,
   unavailable: faultCountSchema,
   lookup_unavailable: faultCountSchema,
+  malformed_response: faultCountSchema,
+  concurrent_refund: faultCountSchema,
 });
 
 /** An error the request handler answers with `{code, message}`; never thrown past the handler. */
@@ -183,6 +186,20 @@ function refundBody(refund: RefundRecord): Record<string, unknown> {
   };
 }
 
+/** The by-key answer for a refused key: 200, because the lookup worked, with a body that says refused. */
+function refusalBody(refusal: RefundRefusalRecord): Record<string, unknown> {
+  return {
+    status: 'refused',
+    idempotency_key: refusal.idempotencyKey,
+    order_id: refusal.orderId,
+    amount_cents: refusal.amountCents,
+    currency: refusal.currency,
+    code: refusal.code,
+    message: refusal.message,
+    refused_at: refusal.refusedAt,
+  };
+}
+
 function idempotencyKeyOf(request: IncomingMessage): string {
   const header = request.headers['idempotency-key'];
   const key = (Array.isArray(header) ? header[0] : header)?.trim();
@@ -252,12 +269,29 @@ export function createOrdersServer({
   testMode?: boolean;
   verifyCredential?: VerifyCredential;
 }): Server {
+  // Test mode only, in memory (a persisted database needs no new columns for them): each key's refund
+  // requests, and the switches that change an answer rather than cause an outage.
+  const refundRequestsByKey = new Map<string, number>();
+  const answerFaults = new Map<string, { malformedResponse: number; concurrentRefund: number }>();
+  const answerFaultsOf = (idempotencyKey: string) =>
+    answerFaults.get(idempotencyKey) ?? { malformedResponse: 0, concurrentRefund: 0 };
+  const consumeAnswerFault = (
+    idempotencyKey: string,
+    fault: 'malformedResponse' | 'concurrentRefund',
+  ): boolean => {
+    const switches = answerFaults.get(idempotencyKey);
+    if (!switches || switches[fault] === 0) return false;
+    switches[fault]--;
+    return true;
+  };
+
   async function handleRefund(
     request: IncomingMessage,
     response: ServerResponse,
     orderId: string,
   ): Promise<void> {
     const idempotencyKey = idempotencyKeyOf(request);
+    if (testMode) refundRequestsByKey.set(idempotencyKey, (refundRequestsByKey.get(idempotencyKey) ?? 0) + 1);
     // A simulated outage answers before the body is even read: nothing is touched. When a lost
     // response is armed too, the commit-and-lose comes first, then the outage ("it committed, then
     // the gateway went down"), which is the hardest case for a caller to get right.
@@ -281,6 +315,20 @@ export function createOrdersServer({
     });
     if (!verdict.accepted) throw new HttpError(verdict.status, verdict.code, verdict.message);
 
+    // Another refund takes the order's whole refundable balance just before this one: the race a
+    // caller's earlier check cannot see, so this refund meets the business rules' own refusal.
+    const raced = database.getOrder({ orderId });
+    if (raced && raced.refundableCents > 0 && consumeAnswerFault(idempotencyKey, 'concurrentRefund')) {
+      database.applyRefund({
+        orderId,
+        amountCents: raced.refundableCents,
+        currency: raced.currency,
+        reason: 'customer_request',
+        idempotencyKey: `concurrent-${randomUUID()}`,
+        refundId: `RF-${randomUUID()}`,
+        createdAt: new Date().toISOString(),
+      });
+    }
     const result = database.applyRefund({
       orderId,
       amountCents: body.amount_cents,
@@ -291,8 +339,20 @@ export function createOrdersServer({
       createdAt: new Date().toISOString(),
     });
     switch (result.outcome) {
-      case 'rejected':
-        throw new HttpError(result.code === 'ORDER_NOT_FOUND' ? 404 : 422, result.code, result.message);
+      case 'rejected': {
+        // The refusal is recorded under the key, a commit like a refund's: the same fault loses its answer.
+        if (database.consumeFault({ idempotencyKey, fault: 'loseResponseAfterCommit' })) {
+          response.destroy();
+          return;
+        }
+        sendJson(
+          response,
+          result.code === 'ORDER_NOT_FOUND' ? 404 : 422,
+          { code: result.code, message: result.message },
+          result.replayed ? { 'idempotent-replayed': 'true' } : {},
+        );
+        return;
+      }
       case 'conflict':
         throw new HttpError(409, 'IDEMPOTENCY_CONFLICT', result.message);
       case 'applied':
@@ -309,6 +369,12 @@ export function createOrdersServer({
           return;
         }
         const replayed = result.outcome === 'replayed';
+        // Committed, then answered with a body that breaks the service's own contract (no refund_id).
+        if (consumeAnswerFault(idempotencyKey, 'malformedResponse')) {
+          const { refund_id: _missing, ...malformed } = refundBody(result.refund);
+          sendJson(response, replayed ? 200 : 201, malformed);
+          return;
+        }
         sendJson(
           response,
           replayed ? 200 : 201,
@@ -375,6 +441,11 @@ export function createOrdersServer({
           );
         }
         const refund = database.findRefundByKey({ idempotencyKey });
+        const refusal = refund ? null : database.findRefusalByKey({ idempotencyKey });
+        if (refusal) {
+          sendJson(response, 200, refusalBody(refusal));
+          return;
+        }
         if (!refund) {
           throw new HttpError(
             404,
@@ -414,11 +485,19 @@ export function createOrdersServer({
             unavailable: body.unavailable,
             lookupUnavailable: body.lookup_unavailable,
           });
+          const current = answerFaultsOf(body.idempotency_key);
+          const answers = {
+            malformedResponse: body.malformed_response ?? current.malformedResponse,
+            concurrentRefund: body.concurrent_refund ?? current.concurrentRefund,
+          };
+          answerFaults.set(body.idempotency_key, answers);
           sendJson(response, 200, {
             idempotency_key: body.idempotency_key,
             lose_response_after_commit: switches.loseResponseAfterCommit,
             unavailable: switches.unavailable,
             lookup_unavailable: switches.lookupUnavailable,
+            malformed_response: answers.malformedResponse,
+            concurrent_refund: answers.concurrentRefund,
           });
         },
       },
@@ -427,6 +506,8 @@ export function createOrdersServer({
         pattern: ['admin', 'reset'],
         handler: (_request, response) => {
           database.reset();
+          answerFaults.clear();
+          refundRequestsByKey.clear();
           sendJson(response, 200, { status: 'reset' });
         },
       },
@@ -443,7 +524,14 @@ export function createOrdersServer({
   routes.push({
     method: 'GET',
     pattern: ['stats'],
-    handler: (_request, response) => sendJson(response, 200, { business_requests: businessRequests }),
+    handler: (_request, response, { query }) => {
+      // In test mode, `?idempotency_key=K` adds how many refund requests that key made (every attempt).
+      const key = query.get('idempotency_key');
+      sendJson(response, 200, {
+        business_requests: businessRequests,
+        ...(testMode && key !== null ? { refund_requests: refundRequestsByKey.get(key) ?? 0 } : {}),
+      });
+    },
   });
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
