@@ -117,7 +117,9 @@ export class ToolGateClient {
         ],
       });
     try {
-      // Retried as the same update (its id is the proposal's): a proposal is never delivered twice.
+      // Retried under the same update id (the proposal's): a run that took it answers with its result.
+      // A write whose run closed failed meanwhile may run again, as a re-proposal would; its key
+      // keeps the effect single.
       const response = await retryingTransient(() =>
         this.client.workflow.executeUpdateWithStart(proposeUpdate, {
           args: [request],

@@ -101,12 +101,18 @@ export function jsonNestingDepth(text: string): number {
 
 /**
  * The JSON text of arguments a harness gave as an object, or why it has none: nested deeper than
- * `maxArgumentsDepth` (measured with a stack, so any depth is safe, a cycle included), or not
- * serialisable (a BigInt). Never throws.
+ * `maxArgumentsDepth` (measured with a stack, so any depth is safe, a cycle included), more values
+ * than the byte cap can hold (an object that shares references would otherwise take exponential
+ * time to walk), or not serialisable (a BigInt). Never throws.
  */
 function argumentsText(value: Record<string, unknown>): { text: string } | { unreadable: string } {
   const pending: [unknown, number][] = [[value, 1]];
+  let visited = 0;
   for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    // Every JSON value takes at least one byte of text: more values than bytes cannot fit the cap.
+    if (++visited > maxArgumentsBytes) {
+      return { unreadable: `they hold more than ${maxArgumentsBytes} values (the byte cap)` };
+    }
     const [current, depth] = item;
     if (current === null || typeof current !== 'object') continue;
     if (depth > maxArgumentsDepth) {

@@ -34,7 +34,8 @@ describe(`fuzz: ${payloads} random and mutated proposals (seed ${seed}; TOOLGATE
       payloads,
       seed,
       concurrency: 8,
-      callTimeoutMs: 30_000,
+      // Above the client's own 30 s of retries for a task a busy machine left failed.
+      callTimeoutMs: 90_000,
     });
     const summary = `fuzz seed ${seed}: ${report.payloads} payloads, ${report.payloadsPerSecond.toFixed(1)}/s`;
     // The whole report when something broke, so the failure comes with its reproducers.

@@ -150,6 +150,14 @@ describe('nesting depth', () => {
     expect(deriveCallId({ proposal: fromObject })).toMatch(/^tc-[0-9a-f]{64}$/);
   });
 
+  it('refuses an object that shares references past what the byte cap holds, at once', () => {
+    let shared: unknown[] = [1];
+    for (let level = 0; level < 60; level++) shared = [shared, shared];
+    // 2^60 paths: without the budget this never returns, and the test times out.
+    const proposal = capProposal({ ...base, arguments: { a: shared } });
+    expect(proposal.argumentsUnreadable).toContain('more than 262144 values');
+  });
+
   it('marks cyclic and BigInt objects as unreadable instead of throwing', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;

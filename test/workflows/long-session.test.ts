@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ToolResult } from '../../src/index';
+import { callOutcomeSignal, sessionWorkflowId } from '../../src/shared/session';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { testPolicy } from '../support/test-policy';
 import { useHarness } from '../support/use-harness';
 
 let harness: ToolGateHarness;
 
-// `thrifty-bot` becomes a caller whose limits are far above the defaults (budget 10, loop limit 3,
+// `thrifty-bot` becomes a caller whose limits are far above the defaults (budget 25, loop limit 3,
 // circuit after 3): a session that forgot them would refuse long before the end. The tests' workflows
 // continue a session as new after every 6 admissions.
 const marathon = { stepBudget: 100_000, loopLimit: 100_000, circuitThreshold: 100_000 };
@@ -21,7 +22,8 @@ useHarness((started) => (harness = started), {
         autonomy: 'read',
         session: marathon,
       },
-      'sleepy-bot': { ...testPolicy.callers['sleepy-bot']!, session: { idleTimeout: '2s' } },
+      // Long enough that no call of the test leaves the session idle on a busy machine.
+      'sleepy-bot': { ...testPolicy.callers['sleepy-bot']!, session: { idleTimeout: '8s' } },
     },
   },
 });
@@ -41,14 +43,29 @@ const invalidRefund = (session: string, index: number): Promise<ToolResult> =>
 describe('a session that continues as new keeps its caller’s limits', () => {
   it('judges an outcome that arrives before the new run’s first admission by the caller’s threshold', async () => {
     const session = harness.newSession();
-    // The sixth admission continues the session as new; the sixth outcome then reaches the new run
-    // before any admission has loaded the policy. Seven in a row stay under a threshold of 100,000.
     const results: ToolResult[] = [];
-    for (let index = 0; index < 9; index++) results.push(await invalidRefund(session, index));
+    // The sixth admission continues the session as new.
+    for (let index = 0; index < 6; index++) results.push(await invalidRefund(session, index));
+    await expect
+      .poll(async () => (await harness.client.sessionStats(session)).generation, { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(1);
+    // Outcomes that reach the new run before any admission has loaded the caller's policy.
+    const handle = harness.temporal.workflow.getHandle(sessionWorkflowId(session));
+    for (let index = 0; index < 4; index++) {
+      await handle.signal(callOutcomeSignal, {
+        callId: `tc-reported-${index}`,
+        runId: `run-${index}`,
+        tool: 'refund_order',
+        code: 'INVALID_ARGUMENTS',
+        ok: false,
+      });
+    }
+    // Ten in a row stay far under a threshold of 100,000: the circuit stays closed.
+    for (let index = 6; index < 9; index++) results.push(await invalidRefund(session, index));
     expect(results.map((result) => result.code)).toEqual(Array(9).fill('INVALID_ARGUMENTS'));
     const stats = await harness.client.sessionStats(session);
     expect(stats).toMatchObject({ steps: 9, circuitThreshold: marathon.circuitThreshold, openCircuits: {} });
-    expect(stats.generation).toBeGreaterThanOrEqual(1);
+    expect(stats.codeCounts).toEqual({ INVALID_ARGUMENTS: 13 });
   });
 
   it('closes an idle session after its caller’s idle timeout, also after continuing as new', async () => {
@@ -62,7 +79,7 @@ describe('a session that continues as new keeps its caller’s limits', () => {
       });
       expect(read.code).toBe('OK');
     }
-    // The sixth admission continued it as new: the new run must keep the 2 s window, not the 30 min default.
+    // The sixth admission continued it as new: the new run must keep the 8 s window, not the 30 min default.
     await expect
       .poll(() => harness.client.sessionStats(session), { timeout: 30_000, interval: 500 })
       .toMatchObject({ closed: true, closedReason: 'idle' });

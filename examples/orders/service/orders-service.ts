@@ -285,6 +285,11 @@ export function createOrdersServer({
     return true;
   };
 
+  // Switches armed in a database file are honoured only in test mode: a file once used by tests and
+  // then served without it must not lose a response.
+  const consumeFault = (input: Parameters<OrdersDatabase['consumeFault']>[0]): boolean =>
+    testMode && database.consumeFault(input);
+
   async function handleRefund(
     request: IncomingMessage,
     response: ServerResponse,
@@ -295,8 +300,8 @@ export function createOrdersServer({
     // A simulated outage answers before the body is even read: nothing is touched. When a lost
     // response is armed too, the commit-and-lose comes first, then the outage ("it committed, then
     // the gateway went down"), which is the hardest case for a caller to get right.
-    const lossPending = database.faultSwitchesOf({ idempotencyKey }).loseResponseAfterCommit > 0;
-    if (!lossPending && database.consumeFault({ idempotencyKey, fault: 'unavailable' })) {
+    const lossPending = testMode && database.faultSwitchesOf({ idempotencyKey }).loseResponseAfterCommit > 0;
+    if (!lossPending && consumeFault({ idempotencyKey, fault: 'unavailable' })) {
       throw new HttpError(
         503,
         'UPSTREAM_UNAVAILABLE',
@@ -317,7 +322,7 @@ export function createOrdersServer({
 
     // Another refund takes the order's whole refundable balance just before this one: the race a
     // caller's earlier check cannot see, so this refund meets the business rules' own refusal.
-    const raced = database.getOrder({ orderId });
+    const raced = testMode ? database.getOrder({ orderId }) : undefined;
     if (raced && raced.refundableCents > 0 && consumeAnswerFault(idempotencyKey, 'concurrentRefund')) {
       database.applyRefund({
         orderId,
@@ -341,7 +346,7 @@ export function createOrdersServer({
     switch (result.outcome) {
       case 'rejected': {
         // The refusal is recorded under the key, a commit like a refund's: the same fault loses its answer.
-        if (database.consumeFault({ idempotencyKey, fault: 'loseResponseAfterCommit' })) {
+        if (consumeFault({ idempotencyKey, fault: 'loseResponseAfterCommit' })) {
           response.destroy();
           return;
         }
@@ -360,7 +365,7 @@ export function createOrdersServer({
         // The fault fires only after the commit, which is exactly the case it simulates: the effect
         // happened, the caller never hears of it, and a retry with the same key must replay.
         if (
-          database.consumeFault({
+          consumeFault({
             idempotencyKey,
             fault: 'loseResponseAfterCommit',
           })
@@ -433,7 +438,7 @@ export function createOrdersServer({
       pattern: ['refunds', 'by-key', ':idempotencyKey'],
       handler: (_request, response, { parameters }) => {
         const idempotencyKey = parameters.idempotencyKey ?? '';
-        if (database.consumeFault({ idempotencyKey, fault: 'lookupUnavailable' })) {
+        if (consumeFault({ idempotencyKey, fault: 'lookupUnavailable' })) {
           throw new HttpError(
             503,
             'UPSTREAM_UNAVAILABLE',
