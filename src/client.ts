@@ -5,6 +5,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
+import { intentConflictMessage, sessionClosedMessage } from './shared/model-messages';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
 import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
@@ -233,7 +234,7 @@ export class ToolGateClient {
           tool: proposal.tool,
           callId: request.callId,
           code: 'SESSION_CLOSED',
-          message: 'This conversation has ended; no more tools can be called in it. Answer the user.',
+          message: sessionClosedMessage,
         }),
       };
     }
@@ -266,9 +267,7 @@ export class ToolGateClient {
           tool: proposal.tool,
           callId,
           code: 'IDEMPOTENCY_CONFLICT',
-          message:
-            `intent "${proposal.intentId}" was already used for ${proposal.tool} with other arguments. ` +
-            'Nothing was applied for this proposal. Do not retry; ask the user to confirm the request again.',
+          message: intentConflictMessage({ intentId: proposal.intentId, tool: proposal.tool }),
         });
       }
     }

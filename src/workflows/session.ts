@@ -25,6 +25,7 @@ import type { ToolGateSinks } from '../shared/temporal';
 import { rejection } from '../shared/tool-result';
 import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
+import { sessionClosedMessage } from '../shared/model-messages';
 import { nameRecord } from '../shared/own-records';
 
 /** Options of the session workflow, fixed in the user's workflows module. */
@@ -281,10 +282,7 @@ export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
     ): AdmissionDecision {
       const { proposal } = request;
       if (state.closed) {
-        return reject(
-          'SESSION_CLOSED',
-          'This conversation has ended; no more tools can be called in it. Answer the user.',
-        );
+        return reject('SESSION_CLOSED', sessionClosedMessage);
       }
       const { stepBudget, loopLimit } = limits();
       state.steps++;

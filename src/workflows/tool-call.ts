@@ -23,6 +23,7 @@ import type { DecisionRefusalCode } from '../shared/codes';
 import type { SignedDecision } from '../shared/approval';
 import { approvalNonce } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
+import { intentConflictMessage } from '../shared/model-messages';
 import { ownValue } from '../shared/own-records';
 import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
 import type { Proposal } from '../shared/proposal';
@@ -908,9 +909,7 @@ function intentConflict(input: { proposal: Proposal; callId: string }): ToolResu
     tool: input.proposal.tool,
     callId: input.callId,
     code: 'IDEMPOTENCY_CONFLICT',
-    message:
-      `intent "${input.proposal.intentId}" was already used for ${input.proposal.tool} with other arguments. ` +
-      'Nothing was applied for this proposal. Do not retry; ask the user to confirm the request again.',
+    message: intentConflictMessage({ intentId: input.proposal.intentId, tool: input.proposal.tool }),
   });
 }
 
