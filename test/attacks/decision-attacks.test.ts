@@ -96,6 +96,17 @@ async function expectAuditedByWorkflow(callId: string, updateId: string, outcome
     .toBe(outcome);
 }
 
+/**
+ * Sends an already used or stale decision again, through the admin side and through a raw client
+ * under a new update id: both refuse it with `code`, and the workflow audits the raw attempt.
+ */
+async function expectResendRefused(callId: string, decision: SignedDecision, code: string): Promise<void> {
+  expect(await harness.admin.send({ callId, decision })).toMatchObject({ accepted: false, code });
+  const updateId = `replayed-${randomUUID()}`;
+  expect(await sendRaw(callId, decision, updateId)).toBe(code);
+  await expectAuditedByWorkflow(callId, updateId, code);
+}
+
 /** Waits until the call has an open round matching `expected` (e.g. a round number or a run id), and returns it. */
 async function openRound(callId: string, expected: Partial<ApprovalView> = {}): Promise<ApprovalView> {
   await expect
@@ -250,13 +261,7 @@ describe('a decision counts once', () => {
       .getHandle(pending.callId)
       .executeUpdate(decideUpdate, { args: [decision], updateId });
     expect(accepted).toMatchObject({ state: 'pending', approvals: ['alice'] });
-    expect(await harness.admin.send({ callId: pending.callId, decision })).toMatchObject({
-      accepted: false,
-      code: 'DECISION_REPLAYED',
-    });
-    const replayId = `replayed-${randomUUID()}`;
-    expect(await sendRaw(pending.callId, decision, replayId)).toBe('DECISION_REPLAYED');
-    await expectAuditedByWorkflow(pending.callId, replayId, 'DECISION_REPLAYED');
+    await expectResendRefused(pending.callId, decision, 'DECISION_REPLAYED');
     // Sent again under its own update id, Temporal answers from history: nothing is counted twice.
     const again = await harness.temporal.workflow
       .getHandle(pending.callId)
@@ -488,15 +493,7 @@ describe('the approver approves what runs', () => {
       approvals: [],
       preview: { order_id: 'ORD-1003', amount_cents: 20_000, refunded_before_cents: 1_000 },
     });
-    for (const decision of round1) {
-      expect(await harness.admin.send({ callId: pending.callId, decision })).toMatchObject({
-        accepted: false,
-        code: 'DIGEST_MISMATCH',
-      });
-      const updateId = `replayed-${randomUUID()}`;
-      expect(await sendRaw(pending.callId, decision, updateId)).toBe('DIGEST_MISMATCH');
-      await expectAuditedByWorkflow(pending.callId, updateId, 'DIGEST_MISMATCH');
-    }
+    for (const decision of round1) await expectResendRefused(pending.callId, decision, 'DIGEST_MISMATCH');
     expect(await decide(pending.callId, 'dave')).toMatchObject({ accepted: true, approvals: ['dave'] });
     expect(await harness.orders.api.refundCount({ orderId: 'ORD-1003' })).toBe(1);
     expect(await decide(pending.callId, 'alice')).toMatchObject({ accepted: true, state: 'approved' });

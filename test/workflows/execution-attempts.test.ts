@@ -17,20 +17,15 @@ beforeEach(() => {
   session = harness.newSession();
 });
 
-const refundCallId = () =>
-  harness.client.callIdOf({
-    session,
-    caller: refunder,
-    tool: 'refund_order',
-    arguments: harness.refundArguments(),
-  });
-const callRefund = () =>
-  harness.client.call({
-    session,
-    caller: refunder,
-    tool: 'refund_order',
-    arguments: harness.refundArguments(),
-  });
+/** The refund every test proposes: its call id is known before it runs, to arm faults under it. */
+const refund = () => ({
+  session,
+  caller: refunder,
+  tool: 'refund_order',
+  arguments: harness.refundArguments(),
+});
+const refundCallId = () => harness.client.callIdOf(refund());
+const callRefund = () => harness.client.call(refund());
 /** Refund requests (attempts) the orders service received under this call's key. */
 const attemptsOf = (callId: string) => harness.orders.api.refundRequestCount({ idempotencyKey: callId });
 
