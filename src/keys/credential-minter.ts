@@ -5,10 +5,9 @@ import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CredentialClaims, SignedDecision } from '../shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
-import { ownValue } from '../shared/own-records';
-import { verifySignature } from '../shared/signatures';
+import type { RoundBinding } from '../shared/decision-rules';
+import { distinctApprovers, judgeDecision, quorumReached } from '../shared/decision-rules';
 import type { AnyToolContract } from '../tools/define-tool';
-import { riskRank } from '../tools/risk-levels';
 import { signCredential } from './credential-token';
 
 /** The approval a write carries to the minter: the round it was approved in, with the signed decisions. */
@@ -29,7 +28,8 @@ export interface CredentialMinter {
   /**
    * Mints a credential only after its own checks: it trusts no flag from the workflow, recomputes
    * the risk level from the contract, the arguments and its own policy, and verifies the quorum and
-   * every decision against this call, run, round and digests. Throws `MintRefusal` otherwise.
+   * every decision against this call, run, round and digests, by the rules the workflow's validator
+   * applies (`judgeDecision`), each decision an approval. Throws `MintRefusal` otherwise.
    */
   mint(input: {
     contract: AnyToolContract;
@@ -65,34 +65,42 @@ export function createCredentialMinter(input: {
         if (approval.nonce !== expectedNonce)
           throw new MintRefusal('the approval round does not match its nonce');
         const quorum = callerPolicy.approval?.quorum?.[verdict.riskLevel] ?? 1;
-        const approvers = new Set<string>();
+        // The minter's own binding: its nonce, its digest of the arguments, its risk level, its approvers.
+        const round: RoundBinding = {
+          callId,
+          runId,
+          nonce: expectedNonce,
+          argsDigest,
+          previewDigest: approval.previewDigest,
+          riskLevel: verdict.riskLevel,
+          caller,
+        };
+        const { approvers } = policy.snapshotFor(caller);
+        const approvedBy: string[] = [];
         for (const decision of approval.decisions) {
-          const { envelope } = decision;
-          const approver = ownValue(policy.file.approvers, envelope.approver);
-          const key = ownValue(policy.snapshotFor(caller).approvers, envelope.approver)?.publicKeyHex;
-          const valid =
-            approver !== undefined &&
-            key !== undefined &&
-            envelope.decision === 'approve' &&
-            riskRank(approver.maxLevel) >= riskRank(verdict.riskLevel) &&
-            !approver.operates.includes(caller) &&
-            envelope.callId === callId &&
-            envelope.runId === runId &&
-            envelope.nonce === expectedNonce &&
-            envelope.previewDigest === approval.previewDigest &&
-            envelope.argsDigest === argsDigest &&
-            verifySignature({
-              kind: 'decision',
-              value: envelope,
-              signature: decision.signature,
-              publicKeyHex: key,
-            });
-          if (!valid)
-            throw new MintRefusal(`the decision of ${envelope.approver} does not hold for this call`);
-          approvers.add(envelope.approver);
+          // Each decision is judged against the round alone; one approver listed twice counts once below.
+          const judgement = judgeDecision({
+            decision,
+            round,
+            approvers,
+            decidedBy: { signatures: [], approvers: [] },
+          });
+          if (!judgement.ok) {
+            throw new MintRefusal(
+              `the decision of ${approverNamed(decision)} does not hold for this call (${judgement.code})`,
+            );
+          }
+          if (judgement.envelope.decision !== 'approve') {
+            throw new MintRefusal(
+              `the decision of ${judgement.envelope.approver} does not hold for this call (a denial, not an approval)`,
+            );
+          }
+          approvedBy.push(judgement.envelope.approver);
         }
-        if (approvers.size < quorum) {
-          throw new MintRefusal(`${approvers.size} distinct approver(s), ${quorum} needed`);
+        if (!quorumReached({ approvers: approvedBy, quorum })) {
+          throw new MintRefusal(
+            `${distinctApprovers(approvedBy).length} distinct approver(s), ${quorum} needed`,
+          );
         }
       }
       const issuedAt = Math.floor(Date.now() / 1000);
@@ -108,4 +116,10 @@ export function createCredentialMinter(input: {
       return signCredential({ claims, privateKey: input.privateKey });
     },
   };
+}
+
+/** The approver a decision names, for a refusal message; a malformed decision names nobody. */
+function approverNamed(decision: unknown): string {
+  const approver = (decision as { envelope?: { approver?: unknown } } | null | undefined)?.envelope?.approver;
+  return typeof approver === 'string' ? approver : '(unknown)';
 }

@@ -6,7 +6,7 @@ import type { ExecutionApproval } from '../../src/keys/credential-minter';
 import { verifyCredential } from '../../src/keys/credential-token';
 import { publicKeyHex, signValue } from '../../src/keys/key-files';
 import { checkPolicy } from '../../src/policy/load-policy';
-import type { DecisionEnvelope } from '../../src/shared/approval';
+import type { DecisionEnvelope, SignedDecision } from '../../src/shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../../src/shared/approval';
 import { digestOf } from '../../src/shared/canonical-json';
 import { createToolRegistry } from '../../src/tools/tool-registry';
@@ -16,6 +16,7 @@ const minterKeys = pair();
 const alice = pair();
 const bob = pair();
 const dave = pair();
+const erin = pair();
 const inline = (key: ReturnType<typeof pair>) => `ed25519:${publicKeyHex(key.publicKey)}`;
 const policy = checkPolicy({
   source: 'test',
@@ -34,6 +35,7 @@ const policy = checkPolicy({
       alice: { publicKey: inline(alice), maxLevel: 'critical' },
       bob: { publicKey: inline(bob), maxLevel: 'irreversible' },
       dave: { publicKey: inline(dave), maxLevel: 'critical', operates: ['support-bot'] },
+      erin: { publicKey: inline(erin), maxLevel: 'critical' },
     },
   },
 });
@@ -73,6 +75,8 @@ function approvalBy(
     }),
   };
 }
+
+const critical = { ...args, amount_cents: 20_000 };
 
 const mint = (approval: ExecutionApproval | undefined, callArgs = args) =>
   minter.mint({
@@ -147,7 +151,110 @@ describe('the credential minter trusts no flag from the workflow', () => {
       () => mint(approvalBy([['alice', alice]]), { ...args, amount_cents: 9_000_000 }),
       'refuses',
     ],
+    [
+      'the same approver twice for a critical refund that needs two',
+      () =>
+        mint(
+          approvalBy(
+            [
+              ['alice', alice],
+              ['alice', alice],
+            ],
+            {},
+            critical,
+          ),
+          critical,
+        ),
+      '1 distinct approver(s), 2 needed',
+    ],
   ])('refuses %s', (_case, attempt, message) => {
     expect(attempt).toThrow(message);
+  });
+
+  it('mints a critical refund approved by two distinct approvers granted its level', () => {
+    const approval = approvalBy(
+      [
+        ['alice', alice],
+        ['erin', erin],
+      ],
+      {},
+      critical,
+    );
+    expect(typeof mint(approval, critical)).toBe('string');
+  });
+});
+
+describe('the credential minter judges each decision by the rules the workflow applies', () => {
+  const withDecisions = (decisions: unknown[]): ExecutionApproval => ({
+    ...approvalBy([]),
+    decisions: decisions as SignedDecision[],
+  });
+  const [aliceApproval] = approvalBy([['alice', alice]]).decisions;
+
+  it.each([
+    [
+      'a decision for another run',
+      () => mint(approvalBy([['alice', alice]], { runId: 'run-earlier' })),
+      'the decision of alice does not hold for this call (DIGEST_MISMATCH)',
+    ],
+    [
+      'a decision signed with another key',
+      () => mint(approvalBy([['alice', bob]])),
+      'the decision of alice does not hold for this call (SIGNATURE_INVALID)',
+    ],
+    [
+      'an approver who operates the caller',
+      () => mint(approvalBy([['dave', dave]])),
+      'the decision of dave does not hold for this call (SELF_APPROVAL)',
+    ],
+    [
+      'an approver not granted the level',
+      () => mint(approvalBy([['bob', bob]], {}, critical), critical),
+      'the decision of bob does not hold for this call (APPROVER_NOT_ALLOWED)',
+    ],
+    [
+      'a denial passed off as approval',
+      () => mint(approvalBy([['alice', alice]], { decision: 'deny' })),
+      'the decision of alice does not hold for this call (a denial, not an approval)',
+    ],
+    [
+      'a signed decision that is neither approve nor deny',
+      () => mint(approvalBy([['alice', alice]], { decision: 'approve all' as DecisionEnvelope['decision'] })),
+      'the decision of alice does not hold for this call (SIGNATURE_INVALID)',
+    ],
+  ])('refuses %s, naming the approver and the rule', (_case, attempt, message) => {
+    expect(attempt).toThrow(message);
+  });
+
+  it.each(['__proto__', 'constructor', 'toString'])('refuses an approver named %s as unknown', (name) => {
+    const approval = approvalBy([[name, pair()]]);
+    expect(() => mint(approval)).toThrow(
+      `the decision of ${name} does not hold for this call (APPROVER_UNKNOWN)`,
+    );
+  });
+
+  it.each([
+    ['null', null, '(unknown)'],
+    ['an empty object', {}, '(unknown)'],
+    ['an envelope without its signature', { envelope: aliceApproval?.envelope }, 'alice'],
+  ])('refuses a malformed decision (%s) as a MintRefusal, not a crash', (_case, decision, named) => {
+    expect(() => mint(withDecisions([aliceApproval, decision]))).toThrow(
+      expect.objectContaining({
+        name: 'MintRefusal',
+        message: `the decision of ${named} does not hold for this call (SIGNATURE_INVALID)`,
+      }),
+    );
+  });
+
+  it('does not let one approver make a quorum of two by naming themselves as ["alice"]', () => {
+    const approval = approvalBy([['alice', alice]], {}, critical);
+    const envelope = { ...approval.decisions[0]?.envelope, approver: ['alice'] };
+    const asArray = {
+      envelope,
+      signature: signValue({ kind: 'decision', value: envelope, privateKey: alice.privateKey }),
+    };
+    expect(() => mint(withDecisions([...approval.decisions, asArray]), critical)).toThrow(
+      'does not hold for this call (SIGNATURE_INVALID)',
+    );
   });
 });

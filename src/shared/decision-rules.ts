@@ -1,0 +1,153 @@
+import type { RiskLevel } from '../tools/risk-levels';
+import { riskRank } from '../tools/risk-levels';
+import type { DecisionEnvelope, SignedDecision } from './approval';
+import type { DecisionRefusalCode } from './codes';
+import { ownValue } from './own-records';
+import { verifySignature } from './signatures';
+
+/*
+ * The rules that decide whether an approver's signed decision holds for an approval round, written
+ * once for the call workflow's update validator and the credential minter. Pure and sandbox-safe: no
+ * Node built-ins, no clock; signatures are checked by the pure-JS verifier. The round's own state
+ * (open, expired, already decided) is the workflow's to check, not these rules'.
+ */
+
+/** What a round binds a decision to: the call, run, nonce and digests it must name, the call's risk level and its caller. */
+export interface RoundBinding {
+  callId: string;
+  runId: string;
+  nonce: string;
+  argsDigest: string;
+  previewDigest: string;
+  riskLevel: RiskLevel;
+  caller: string;
+}
+
+/** What the policy grants an approver: the key their decisions verify with, the highest level, the callers they operate. */
+export interface ApproverGrant {
+  publicKeyHex: string;
+  maxLevel: RiskLevel;
+  operates: readonly string[];
+}
+
+/** What this round has already counted: every signature used, and every approver who approved. */
+export interface DecidedBy {
+  signatures: readonly string[];
+  approvers: readonly string[];
+}
+
+/** Whether a decision holds for the round: its envelope when it does, otherwise the code and reason the approver is told. */
+export type DecisionJudgement =
+  { ok: true; envelope: DecisionEnvelope } | { ok: false; code: DecisionRefusalCode; reason: string };
+
+// Every field of an envelope, each a string: a field added to DecisionEnvelope does not compile here
+// until it is listed, and so checked.
+const envelopeFields: Record<keyof DecisionEnvelope, true> = {
+  callId: true,
+  runId: true,
+  nonce: true,
+  argsDigest: true,
+  previewDigest: true,
+  decision: true,
+  approver: true,
+  reason: true,
+  issuedAt: true,
+};
+
+/**
+ * True when `value` has the shape of a signed decision: a string signature and an envelope whose
+ * every field is a string (so `["alice"]` never passes for `alice`). Never throws. The workflow asks
+ * it before its round checks, so a malformed decision is `SIGNATURE_INVALID` whatever the round's state.
+ */
+export function isSignedDecision(value: unknown): value is SignedDecision {
+  if (!isRecord(value) || typeof value.signature !== 'string') return false;
+  const envelope = value.envelope;
+  return (
+    isRecord(envelope) && Object.keys(envelopeFields).every((field) => typeof envelope[field] === 'string')
+  );
+}
+
+/**
+ * Judges one decision against one round, in this order: shape, approver known (own properties of
+ * `approvers` only, so `constructor` or `__proto__` is nobody), signature by that approver's key,
+ * grant covers the risk level, approver does not operate the caller, bound to this call, run, nonce
+ * and digests, not already counted in this round, `approve` or `deny`. The first rule broken is the
+ * answer. Pure; never throws, whatever `decision` is.
+ */
+export function judgeDecision(input: {
+  decision: unknown;
+  round: RoundBinding;
+  /** The policy's approvers by name; undefined when none are known (then every approver is unknown). */
+  approvers: Readonly<Record<string, ApproverGrant>> | undefined;
+  decidedBy: DecidedBy;
+}): DecisionJudgement {
+  const { decision, round } = input;
+  if (!isSignedDecision(decision)) return refused('SIGNATURE_INVALID', 'not a signed decision');
+  const { envelope } = decision;
+  const approver = ownValue(input.approvers, envelope.approver);
+  if (!approver) return refused('APPROVER_UNKNOWN', 'no such approver');
+  const signed = verifySignature({
+    kind: 'decision',
+    value: envelope,
+    signature: decision.signature,
+    publicKeyHex: approver.publicKeyHex,
+  });
+  if (!signed) return refused('SIGNATURE_INVALID', "not signed with the approver's key");
+  // A round whose level is not a known one is beyond every grant: the check fails closed.
+  const needed = riskRank(round.riskLevel);
+  if (needed < 0 || riskRank(approver.maxLevel) < needed) {
+    return refused(
+      'APPROVER_NOT_ALLOWED',
+      `${envelope.approver} may approve up to "${approver.maxLevel}", this call is "${round.riskLevel}"`,
+    );
+  }
+  if (approver.operates.includes(round.caller)) {
+    return refused(
+      'SELF_APPROVAL',
+      `${envelope.approver} operates ${round.caller} and may not approve its calls`,
+    );
+  }
+  const bound =
+    envelope.callId === round.callId &&
+    envelope.runId === round.runId &&
+    envelope.nonce === round.nonce &&
+    envelope.argsDigest === round.argsDigest &&
+    envelope.previewDigest === round.previewDigest;
+  if (!bound) {
+    return refused(
+      'DIGEST_MISMATCH',
+      'the decision is not for this round: call, run, nonce, arguments and preview must all match',
+    );
+  }
+  if (
+    input.decidedBy.signatures.includes(decision.signature) ||
+    input.decidedBy.approvers.includes(envelope.approver)
+  ) {
+    return refused('DECISION_REPLAYED', 'this approver already decided this round');
+  }
+  if (envelope.decision !== 'approve' && envelope.decision !== 'deny') {
+    return refused('SIGNATURE_INVALID', 'a decision is "approve" or "deny"');
+  }
+  return { ok: true, envelope };
+}
+
+/** The approvers who approved, each once, in the order they first appear: nobody counts twice toward a quorum. */
+export function distinctApprovers(approvers: readonly string[]): string[] {
+  return [...new Set(approvers)];
+}
+
+/**
+ * True when at least `quorum` distinct approvers approved. A quorum below one counts as one, so
+ * nothing is ever approved by nobody.
+ */
+export function quorumReached(input: { approvers: readonly string[]; quorum: number }): boolean {
+  return distinctApprovers(input.approvers).length >= Math.max(1, input.quorum);
+}
+
+function refused(code: DecisionRefusalCode, reason: string): DecisionJudgement {
+  return { ok: false, code, reason };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
