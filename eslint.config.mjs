@@ -41,7 +41,13 @@ export default defineConfig(
       // no-cycle follows imports into other .ts files: it must resolve extensionless paths and parse TypeScript.
       'import-x/extensions': ['.ts', '.js', '.mjs', '.cjs'],
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json', '.node'] })],
+      // `toolgate` and its entries resolve to src/ through the source condition (package.json `exports`).
+      'import-x/resolver-next': [
+        createNodeResolver({
+          extensions: ['.ts', '.js', '.json', '.node'],
+          conditionNames: ['toolgate-source', 'import', 'require', 'default'],
+        }),
+      ],
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // `toolgate`, `toolgate/backend`, ... resolve to src/ (package.json `exports`), so tests need no build.
+  // Vite adds this to its server conditions; vitest also passes it to its workers as --conditions.
+  ssr: { resolve: { conditions: ['toolgate-source'] } },
   test: {
     include: ['test/**/*.test.ts'],
     // One Temporal dev server for the whole run; tests reach it through test/support/temporal.ts.

@@ -206,6 +206,8 @@ export async function startWorkerChild(input: {
     // `node --require tsx/cjs`, as the `toolgate worker` command loads TypeScript, so that the pid is the
     // worker itself (no wrapper between us) and no ESM loader thread (about 24 MB) is counted.
     execArgv: [
+      // `toolgate` and its entries resolve to src/, as in every process this repository runs.
+      '--conditions=toolgate-source',
       '--require',
       'tsx/cjs',
       ...(input.profileDirectory === undefined

@@ -2,18 +2,15 @@
 // process so that its resident memory is its own. The parent (bench-harness.ts, or the chaos suite,
 // which SIGKILLs and restarts it) forks it, talks to it over IPC and stops it; it also stops by
 // itself when the parent goes away.
-import { join, resolve } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createOrdersTools } from '../examples/orders/orders-implementations';
 import { ordersContracts } from '../examples/orders/orders-contracts';
-import { openSqliteAuditStore } from '../src/audit/audit-store';
-import { createCredentialMinter } from '../src/keys/credential-minter';
-import { readPrivateKey } from '../src/keys/key-files';
-import { checkPolicy } from '../src/policy/load-policy';
-import { createToolRegistry } from '../src/tools/tool-registry';
-import { prebuildWorkflowBundle } from '../src/workflow-bundle';
-import { createToolGateWorker } from '../src/worker';
+import { resolveConfig, startToolGateWorker } from 'toolgate';
+import { prebuildWorkflowBundle } from 'toolgate/testing';
 import { createBareActivities } from './bare-activities';
 import type { BenchWorkerConfig, ChildMessage, ParentMessage } from './worker-protocol';
 import { benchWorkerConfigVariable, rssSampleIntervalMs } from './worker-protocol';
@@ -109,36 +106,37 @@ async function createWorker(
       return Worker.create({
         connection,
         taskQueue: config.taskQueue,
-        workflowBundle: prebuildWorkflowBundle({ workflowsPath: join(__dirname, 'bare-workflows.ts') }),
+        // Bundled in a child process with toolgate's own bundler options, as toolgate's bundle is.
+        workflowBundle: prebuildWorkflowBundle({
+          workflowsPath: join(__dirname, 'bare-workflows.ts'),
+          outFile: join(mkdtempSync(join(tmpdir(), 'bench-bare-')), 'workflows.js'),
+        }),
         activities: createBareActivities({ ordersUrl: config.ordersUrl }),
       });
     case 'toolgate': {
-      const registry = createToolRegistry({ tools: ordersContracts });
-      const policy = checkPolicy({
-        source: 'bench policy',
-        value: config.policy,
-        registry,
-        keysDirectory: config.keysDirectory,
-      });
-      const audit = openSqliteAuditStore({ path: config.auditPath });
-      closers.push(() => audit.close());
-      return createToolGateWorker({
-        connection,
-        taskQueue: config.taskQueue,
-        workflowBundle:
-          config.workflowBundlePath !== undefined
-            ? { codePath: config.workflowBundlePath }
-            : prebuildWorkflowBundle({
-                workflowsPath: join(projectRoot, 'examples', 'orders', 'workflows.ts'),
-              }),
-        tools: createOrdersTools({ ordersUrl: config.ordersUrl }),
-        policy,
-        audit,
-        minter: createCredentialMinter({
-          privateKey: readPrivateKey(config.minterPrivateKeyPath),
-          policy: () => policy,
+      // Written as a user's deployment would be: a config with the policy in a file, started by the
+      // one worker assembly the CLI and `npm start` use.
+      const policyPath = join(dirname(config.auditPath), 'bench-policy.json');
+      writeFileSync(policyPath, JSON.stringify(config.policy));
+      const started = await startToolGateWorker({
+        config: resolveConfig({
+          source: join(projectRoot, 'bench', 'bench-worker.ts'),
+          config: {
+            tools: ordersContracts,
+            policyPath,
+            keysDirectory: config.keysDirectory,
+            auditPath: config.auditPath,
+            implementations: () => createOrdersTools({ ordersUrl: config.ordersUrl }),
+          },
         }),
+        target: { taskQueue: config.taskQueue },
+        connection,
+        ...(config.workflowBundlePath !== undefined
+          ? { workflowBundle: { codePath: config.workflowBundlePath } }
+          : {}),
       });
+      closers.push(() => started.audit.close());
+      return started.worker;
     }
   }
 }

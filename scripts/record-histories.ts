@@ -1,7 +1,8 @@
 // Records the histories of representative calls into test/histories/, for the replay test.
 // Run it once per deliberate change of the workflow's history shape:
-//   npx tsx scripts/record-histories.ts
-// A change that breaks a running call must use patched() instead of re-recording.
+//   npx tsx --conditions=toolgate-source scripts/record-histories.ts
+// Before 1.0.0 a change re-records; from then on, a change that alters a running call's commands
+// gets a patched() guard and a new recorded generation (README, "Contributing").
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';

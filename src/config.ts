@@ -1,17 +1,14 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { require as requireTypeScript } from 'tsx/cjs/api';
 import type { z } from 'zod';
 import { ConfigurationError } from './policy/load-policy';
 import type { ImplementedTool } from './tools/define-tool-implementation';
-import type { ToolContract, ToolInputSchema } from './tools/define-tool';
+import type { ExecutionRetry, ToolContract, ToolInputSchema } from './tools/define-tool';
 
-/** A deployment of toolgate: your tools, your workflows module and your policy file. */
+/** A deployment of toolgate: your tools, named once, and your policy file. */
 export interface ToolGateConfig {
-  /** The tool contracts (the same list your workflows module passes to `createToolCallWorkflow`). */
+  /** The tool contracts: what the model sees, what the worker validates and classifies. */
   tools: readonly ToolContract<ToolInputSchema, z.ZodType>[];
-  /** Your workflows module, relative to the config file: it exports `toolCall`. */
-  workflowsPath: string;
   /** Your policy file (JSON), relative to the config file. */
   policyPath: string;
   /** Builds the tools' implementations; called by workers only, so clients never open backends. */
@@ -21,6 +18,10 @@ export interface ToolGateConfig {
   /** Where key files are, relative to the config file (default `.toolgate/keys`); the policy's key paths are relative to it. */
   keysDirectory?: string;
   temporal?: { address?: string; namespace?: string; taskQueue?: string };
+  /** Retry of business checks and execution, unless a tool overrides it. */
+  retry?: Partial<ExecutionRetry>;
+  /** Sessions continue as new after this many admissions in one run (default 1,000). */
+  session?: { continueAsNewAfter?: number };
 }
 
 /** Declares a config with its types checked; returns it unchanged. */
@@ -46,15 +47,20 @@ export function loadConfig(input: { path: string }): LoadedConfig {
       `config file ${source}: not found; pass --config <file> or set TOOLGATE_CONFIG (see README, "Your own tools")`,
     );
   }
-  // tsx loads a TypeScript config (and what it imports) wherever this runs: the CLI, a test, a script.
-  const loaded = requireTypeScript(source, __filename) as { default?: ToolGateConfig } & ToolGateConfig;
+  const loaded = requireConfig(source) as { default?: ToolGateConfig } & ToolGateConfig;
   const config = loaded.default ?? loaded;
-  const missing = (['tools', 'workflowsPath', 'policyPath', 'implementations'] as const).filter(
+  return resolveConfig({ config, source });
+}
+
+/** Makes a config's paths absolute against the folder of `source` (its file), and checks its fields. */
+export function resolveConfig(input: { config: ToolGateConfig; source: string }): LoadedConfig {
+  const { config, source } = input;
+  const missing = (['tools', 'policyPath', 'implementations'] as const).filter(
     (field) => config[field] === undefined,
   );
   if (missing.length) {
     throw new ConfigurationError(
-      `config file ${source}: missing ${missing.join(', ')}; export default defineConfig({ tools, workflowsPath, policyPath, implementations })`,
+      `config file ${source}: missing ${missing.join(', ')}; export default defineConfig({ tools, policyPath, implementations })`,
     );
   }
   if (typeof config.implementations !== 'function') {
@@ -67,9 +73,29 @@ export function loadConfig(input: { path: string }): LoadedConfig {
   return {
     ...config,
     source,
-    workflowsPath: absolute(config.workflowsPath),
     policyPath: absolute(config.policyPath),
     auditPath: absolute(config.auditPath ?? '.toolgate/audit.sqlite'),
     keysDirectory: absolute(config.keysDirectory ?? '.toolgate/keys'),
   };
+}
+
+/**
+ * Loads a config module: JavaScript (`.js`, `.cjs`) with Node's own loader; TypeScript (`.ts`,
+ * `.mts`, `.cts`) through tsx, an optional peer dependency that only a TypeScript config needs.
+ */
+function requireConfig(source: string): unknown {
+  // A config is loaded at run time, by path: require is the loader here.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!/\.[mc]?ts$/.test(source)) return require(source);
+  let tsx: { require: (id: string, from: string) => unknown };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx is an optional peer dependency
+    tsx = require('tsx/cjs/api') as typeof tsx;
+  } catch {
+    throw new ConfigurationError(
+      `config file ${source}: a TypeScript config needs tsx (npm install --save-dev tsx), or write it as .js`,
+    );
+  }
+  // tsx loads a TypeScript config (and what it imports) wherever this runs: the CLI, a test, a script.
+  return tsx.require(source, __filename);
 }

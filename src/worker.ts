@@ -1,39 +1,49 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
-import { workflowBundlerOptions } from './workflow-bundle';
-import type { ToolGateSinks } from './shared/temporal';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
 import type { CredentialMinter } from './keys/credential-minter';
 import type { LoadedPolicy } from './policy/load-policy';
+import type { ToolGateSinks } from './shared/temporal';
 import { defaultTaskQueue } from './shared/temporal';
+import type { ExecutionRetry } from './tools/define-tool';
+import { defaultExecutionRetry } from './tools/define-tool';
 import type { ImplementedTool } from './tools/define-tool-implementation';
+import { toolGateWorkflowBundle } from './workflow-bundle';
 
 /** What a toolgate worker needs; config is read by the caller (an entry point), never in here. */
 export interface ToolGateWorkerOptions {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
-  /** The user's workflows module: it exports `toolCall = createToolCallWorkflow({ tools })`. */
-  workflowsPath?: string;
-  /** A prebuilt workflow bundle, instead of `workflowsPath` (faster start). */
-  workflowBundle?: WorkerOptions['workflowBundle'];
-  /** The tools' implementations, registered as the call workflow's activities. */
+  /** The tools' contracts with their implementations: the worker evaluates and runs them. */
   tools: readonly ImplementedTool[];
   /** The policy, or a function that returns the current one (for reloads). */
   policy: LoadedPolicy | (() => LoadedPolicy);
   audit: AuditStore;
   /** Mints per-attempt credentials for writes (see `createCredentialMinter`). */
   minter?: CredentialMinter;
+  /** Retry of business checks and execution, unless a tool overrides it (default `defaultExecutionRetry`). */
+  retry?: Partial<ExecutionRetry>;
+  /** Sessions continue as new after this many admissions in one run (default 1,000). */
+  session?: { continueAsNewAfter?: number };
+  /** Another workflow bundle than toolgate's own prebuilt one (tests that run workflows of their own). */
+  workflowBundle?: WorkerOptions['workflowBundle'];
   /** Extra worker options (tuning); toolgate's own fields win. */
-  tuning?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
+  tuning?: Partial<
+    Omit<
+      WorkerOptions,
+      'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'
+    >
+  >;
 }
 
 /**
- * Creates a worker that runs call workflows and their activities. Every implementation must name
- * a distinct tool; the policy is read through the worker only, never from workflow input.
+ * Creates a worker that runs toolgate's workflows (prebuilt: they hold no user code) and the tools'
+ * activities. Every implementation must name a distinct tool; the policy is read through the worker
+ * only, never from workflow input.
  */
 export async function createToolGateWorker(options: ToolGateWorkerOptions): Promise<Worker> {
   const names = new Set<string>();
@@ -48,30 +58,17 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     tools: options.tools,
     policy: typeof policy === 'function' ? policy : () => policy,
     audit: options.audit,
+    retry: { ...defaultExecutionRetry, ...options.retry },
+    ...(options.session ? { session: options.session } : {}),
     ...(options.minter ? { minter: options.minter } : {}),
   });
   const audit = options.audit;
-  if (!options.workflowsPath && !options.workflowBundle) {
-    throw new Error('createToolGateWorker needs workflowsPath (your workflows module) or workflowBundle');
-  }
   return Worker.create({
     ...options.tuning,
     connection: options.connection,
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue ?? defaultTaskQueue,
-    ...(options.workflowBundle
-      ? { workflowBundle: options.workflowBundle }
-      : {
-          workflowsPath: options.workflowsPath,
-          // toolgate's bundling, then the caller's own options and webpack hook on top of it.
-          bundlerOptions: {
-            ...options.tuning?.bundlerOptions,
-            webpackConfigHook: (config) => {
-              const bundled = workflowBundlerOptions.webpackConfigHook(config);
-              return options.tuning?.bundlerOptions?.webpackConfigHook?.(bundled) ?? bundled;
-            },
-          },
-        }),
+    workflowBundle: options.workflowBundle ?? toolGateWorkflowBundle(),
     activities,
     sinks: <InjectedSinks<ToolGateSinks>>{
       audit: {

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { BundleOptions } from '@temporalio/worker';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
@@ -9,8 +9,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
  * How toolgate bundles workflow code: webpack's production optimisations (module concatenation,
  * used-exports and side-effects analysis), without minifying, so the bundle stays readable and keeps
  * its source map. The SDK evaluates every bundled module again for each workflow run; concatenated
- * modules cost about half as much per run (5 against 10 ms with zod and the orders contracts, on the
- * bench machine), which is CPU and garbage on every call.
+ * modules cost about half as much per run.
  */
 export const workflowBundlerOptions: Required<Pick<BundleOptions, 'webpackConfigHook'>> = {
   webpackConfigHook: (config) => ({
@@ -28,26 +27,74 @@ export const workflowBundlerOptions: Required<Pick<BundleOptions, 'webpackConfig
   }),
 };
 
+/** The prebuilt bundle's file name in the built package, next to this module. */
+export const prebuiltBundleName = 'workflows.bundle.js';
+
 /**
- * Bundles a workflows module in a short-lived child process and returns the bundle's path, for
- * `createToolGateWorker({ workflowBundle })`. The worker then never holds webpack's memory: about
- * 125 MB less resident memory under load (see README, Performance).
+ * toolgate's workflow bundle. The workflows hold no user code, so the package ships them prebuilt
+ * (`npm run build` writes it next to this module) and every worker loads that file. Running from
+ * the sources (this repository), the bundle is built once per change of `src/` and cached under
+ * `.toolgate/cache`.
  */
-export function prebuildWorkflowBundle(input: { workflowsPath: string; outFile?: string }): {
+export function toolGateWorkflowBundle(): { codePath: string } {
+  const prebuilt = join(__dirname, prebuiltBundleName);
+  if (existsSync(prebuilt)) return { codePath: prebuilt };
+  const workflowsPath = join(__dirname, 'workflows', 'index.ts');
+  if (!existsSync(workflowsPath)) {
+    throw new Error(`toolgate's workflow bundle is missing (${prebuilt}): reinstall the package`);
+  }
+  const sourceRoot = __dirname;
+  const cache = join(
+    dirname(sourceRoot),
+    '.toolgate',
+    'cache',
+    `workflows-${digestOfSources(sourceRoot)}.js`,
+  );
+  if (!existsSync(cache)) prebuildWorkflowBundle({ workflowsPath, outFile: cache });
+  return { codePath: cache };
+}
+
+/**
+ * Bundles a workflows module in a short-lived child process (so the worker never holds webpack's
+ * memory) and returns the bundle's path. Used by the build and by tests that run workflows of their own.
+ */
+export function prebuildWorkflowBundle(input: { workflowsPath: string; outFile: string }): {
   codePath: string;
 } {
-  const codePath =
-    input.outFile ?? join(mkdtempSync(join(tmpdir(), 'toolgate-bundle-')), 'workflow-bundle.js');
-  execFileSync(process.execPath, ['--import', 'tsx', __filename, input.workflowsPath, codePath], {
+  // From the sources this module is TypeScript and needs tsx to run; built, it is plain JavaScript.
+  const loader = __filename.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  execFileSync(process.execPath, [...loader, __filename, input.workflowsPath, input.outFile], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  return { codePath };
+  return { codePath: input.outFile };
+}
+
+/** A digest of every source file, so a cached bundle is never older than the code it was built from. */
+function digestOfSources(root: string): string {
+  const hash = createHash('sha256');
+  const walk = (directory: string): void => {
+    for (const entry of readdirSync(directory, { withFileTypes: true }).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
+      const path = join(directory, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts')) hash.update(path.slice(root.length)).update(readFileSync(path));
+    }
+  };
+  walk(root);
+  return hash.digest('hex').slice(0, 16);
 }
 
 async function bundleToFile(workflowsPath: string, outFile: string): Promise<void> {
-  const { code } = await bundleWorkflowCode({ workflowsPath, ...workflowBundlerOptions });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: resolve(workflowsPath),
+    ...workflowBundlerOptions,
+  });
   mkdirSync(dirname(outFile), { recursive: true });
-  writeFileSync(outFile, code);
+  // Written aside, then renamed: a worker in another process never loads half a bundle.
+  const partial = `${outFile}.${process.pid}.partial`;
+  writeFileSync(partial, code);
+  renameSync(partial, outFile);
 }
 
 // Run as a child: `tsx src/workflow-bundle.ts <workflowsPath> <outFile>`.

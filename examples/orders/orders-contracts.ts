@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineToolContract } from '../../src/definitions';
+import { defineToolContract } from 'toolgate';
 
 const orderId = z
   .string()

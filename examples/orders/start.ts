@@ -2,18 +2,15 @@
 // and a toolgate worker running the orders tools under the default policy. Ctrl-C stops all three.
 import { relative, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import { loadConfig } from '../../src/config';
-import { prepareNamespace, startDevServer } from '../../src/dev/dev-server';
-import { openSqliteAuditStore } from '../../src/audit/audit-store';
 import { readFileSync } from 'node:fs';
-import { createCredentialMinter } from '../../src/keys/credential-minter';
-import { generateKeyPairFiles, readPrivateKey } from '../../src/keys/key-files';
-import { loadPolicyFile } from '../../src/policy/load-policy';
-import { defaultTaskQueue } from '../../src/shared/temporal';
-import { createToolRegistry } from '../../src/tools/tool-registry';
-import { createToolGateWorker } from '../../src/worker';
-import { prebuildWorkflowBundle } from '../../src/workflow-bundle';
+import {
+  defaultTaskQueue,
+  generateKeyPairFiles,
+  loadConfig,
+  prepareNamespace,
+  startToolGateWorker,
+} from 'toolgate';
+import { startDevServer } from 'toolgate/testing';
 import { startOrdersProcess } from './service/orders-process';
 
 const projectRoot = resolve(__dirname, '..', '..');
@@ -71,29 +68,13 @@ async function main(): Promise<void> {
     stops.push(() => orders.stop());
     process.env.ORDERS_URL = orders.url;
 
-    const registry = createToolRegistry({ tools: config.tools });
-    const policy = loadPolicyFile({ path: policyPath, registry, keysDirectory: config.keysDirectory });
-    const audit = openSqliteAuditStore({ path: config.auditPath });
-    stops.push(async () => audit.close());
-    const nativeConnection = await NativeConnection.connect({ address: server.address });
-    stops.push(() => nativeConnection.close());
-    const worker = await createToolGateWorker({
-      connection: nativeConnection,
-      namespace: server.namespace,
-      taskQueue: defaultTaskQueue,
-      // Bundled in a child process: the worker keeps the bundle, not webpack's memory.
-      workflowBundle: prebuildWorkflowBundle({
-        workflowsPath: config.workflowsPath,
-        outFile: resolve(projectRoot, '.toolgate/workflow-bundle.js'),
-      }),
-      tools: await config.implementations(),
-      policy,
-      audit,
-      minter: createCredentialMinter({
-        privateKey: readPrivateKey(minterKeys.privateKey),
-        policy: () => policy,
-      }),
+    const started = await startToolGateWorker({
+      config,
+      target: { address: server.address, namespace: server.namespace, taskQueue: defaultTaskQueue },
+      policyPath,
     });
+    stops.push(() => started.stop());
+    const { policy } = started;
     const address = server.address === '127.0.0.1:7233' ? '' : ` --address ${server.address}`;
     process.stdout.write(
       [
@@ -114,7 +95,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
     // The worker stops on SIGINT/SIGTERM by itself (the SDK's shutdown signals), then we stop the rest.
-    await worker.run();
+    await started.run();
   } finally {
     await stopAll();
   }

@@ -2,11 +2,16 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
 import type { CredentialMinter, ExecutionApproval } from '../keys/credential-minter';
-import { verifyWithNode } from '../keys/key-files';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
-import type { Proposal } from '../shared/proposal';
+import type {
+  CallEvaluation,
+  LookupAnswer,
+  SignedProposal,
+  ToolCapabilities,
+} from '../shared/call-evaluation';
 import type { CallOutcome } from '../shared/session';
 import { callOutcomeSignal } from '../shared/session';
+import type { ExecutionRetry } from '../tools/define-tool';
 import { declaresDomainCode } from '../tools/define-tool';
 import type {
   ImplementedTool,
@@ -14,6 +19,8 @@ import type {
   ToolImplementation,
 } from '../tools/define-tool-implementation';
 import { toolErrorKind } from '../tools/tool-errors';
+import { createToolRegistry } from '../tools/tool-registry';
+import { evaluateCall, isSigned } from './evaluate-call';
 
 /** What every activity of a call receives: the tool, the call id and the validated arguments. */
 export interface ToolCallActivityInput {
@@ -28,27 +35,6 @@ export type CheckOutcome =
 
 export type { ExecutionApproval };
 
-/** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
-export interface ToolCapabilities {
-  check: boolean;
-  preview: boolean;
-  verify: boolean;
-}
-
-/** The policy snapshot a call records, with what this worker's implementations can do. */
-export interface CallSnapshot extends CallerPolicySnapshot {
-  capabilities?: Record<string, ToolCapabilities>;
-  /** Whether the proposal given to `loadCallerPolicy` is signed with the caller's key (checked natively). */
-  proposalSigned?: boolean;
-}
-
-/** A signed proposal to check: the signature covers `{ callId, proposal }`. */
-export interface SignedProposal {
-  callId: string;
-  proposal: Proposal;
-  signature?: string;
-}
-
 /** What the executor receives: the call, its caller and run, and the approval it carries to the minter. */
 export interface ExecutionInput extends ToolCallActivityInput {
   caller: string;
@@ -61,6 +47,7 @@ export const executionFailureTypes = {
   rejected: 'TOOL_REJECTED',
   transient: 'UPSTREAM_UNAVAILABLE',
   internal: 'INTERNAL_ERROR',
+  outputContract: 'OUTPUT_CONTRACT_VIOLATION',
 } as const;
 
 /** What the activities need, passed in by the worker. */
@@ -71,6 +58,15 @@ export interface ToolCallActivityDependencies {
   audit: AuditStore;
   /** Mints a credential for each write attempt; without one, writes carry no credential. */
   minter?: CredentialMinter;
+  /** Retry of business checks and execution, unless a tool overrides it. */
+  retry: ExecutionRetry;
+  /** Sessions continue as new after this many admissions in one run (default 1,000). */
+  session?: { continueAsNewAfter?: number };
+}
+
+/** The policy slice a session loads for its caller, with the worker's session settings. */
+export interface SessionPolicySnapshot extends CallerPolicySnapshot {
+  continueAsNewAfter?: number;
 }
 
 /**
@@ -80,6 +76,7 @@ export interface ToolCallActivityDependencies {
  */
 export function createToolCallActivities(dependencies: ToolCallActivityDependencies) {
   const byName = new Map(dependencies.tools.map((tool) => [tool.contract.name, tool]));
+  const registry = createToolRegistry({ tools: dependencies.tools.map((tool) => tool.contract) });
   const capabilities: Record<string, ToolCapabilities> = Object.fromEntries(
     dependencies.tools.map((tool) => [
       tool.contract.name,
@@ -134,11 +131,22 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
   };
 
   return {
-    /** Reads the caller's part of the current policy; run as a local activity so its answer is in history. */
-    async loadCallerPolicy(input: { caller: string; check?: SignedProposal }): Promise<CallSnapshot> {
+    /**
+     * Steps 1 to 5 for one proposal (signature, tool, allowlist, call id, parse, schema, risk level,
+     * policy), run as a local activity: the call records this answer and never runs tool code itself.
+     */
+    async evaluateCall(input: SignedProposal): Promise<CallEvaluation> {
+      const context = { registry, policy: dependencies.policy(), capabilities, retry: dependencies.retry };
+      // Admission tickets: not yet (the session-attacks test of SESSION_REQUIRED is skipped until then).
+      const admitted = true;
+      return evaluateCall({ context, check: input, admitted: () => admitted });
+    },
+
+    /** Reads the caller's part of the current policy, for the session's limits; a local activity. */
+    async loadCallerPolicy(input: { caller: string }): Promise<SessionPolicySnapshot> {
       const snapshot = dependencies.policy().snapshotFor(input.caller);
-      if (!input.check) return { ...snapshot, capabilities };
-      return { ...snapshot, capabilities, proposalSigned: isSigned({ snapshot, check: input.check }) };
+      const continueAsNewAfter = dependencies.session?.continueAsNewAfter;
+      return continueAsNewAfter === undefined ? snapshot : { ...snapshot, continueAsNewAfter };
     },
 
     /** Checks a proposal's signature with the caller's key, natively; run as a local activity. */
@@ -205,26 +213,41 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
           throw ApplicationFailure.nonRetryable((error as Error).message, 'PERMISSION_DENIED');
         }
       }
+      let output: unknown;
       try {
-        const output = await tool.implementation.execute({
+        output = await tool.implementation.execute({
           args: input.args,
           callId: input.callId,
           idempotencyKey: input.callId,
           attempt: Context.current().info.attempt,
           ...(credential !== undefined ? { credential } : {}),
         });
-        return { output };
       } catch (error) {
         throw failureFrom({ tool, error, stage: 'execute' });
       }
+      // The output contract, here and not in the workflow: a bad answer is never retried (a write
+      // may have been applied), and the workflow reports it with the effect it knows.
+      const checked = tool.contract.output.safeParse(output);
+      if (!checked.success) {
+        log.error('tool output broke its contract', {
+          tool: tool.contract.name,
+          callId: input.callId,
+          issues: checked.error.issues,
+        });
+        throw ApplicationFailure.nonRetryable(
+          'the output breaks its contract',
+          executionFailureTypes.outputContract,
+        );
+      }
+      return { output: checked.data };
     },
 
     /**
-     * Asks the backend what it recorded under the call's key: applied, refused or not seen. A failure
-     * here, or an answer outside that shape, means the effect is unknown. The workflow checks a
-     * refusal's code against the contract.
+     * Asks the backend what it recorded under the call's key: applied, refused or not seen, checked
+     * against the contract (an output outside it, or a code the tool does not declare, is `broken`).
+     * A failure here, or an answer outside that shape, means the effect is unknown.
      */
-    async findAppliedEffect(input: ToolCallActivityInput): Promise<RecordedOutcome<unknown>> {
+    async findAppliedEffect(input: ToolCallActivityInput): Promise<LookupAnswer> {
       const tool = toolNamed(input.tool);
       const findApplied: ToolImplementation['findApplied'] = tool.implementation.findApplied;
       if (!findApplied) return { status: 'not-seen' };
@@ -246,7 +269,28 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         });
         throw ApplicationFailure.nonRetryable('the lookup answered outside its contract', 'INTERNAL_ERROR');
       }
-      return recorded;
+      switch (recorded.status) {
+        case 'not-seen':
+          return recorded;
+        case 'refused':
+          if (declaresDomainCode(tool.contract, recorded.code)) return recorded;
+          log.error('tool lookup answered with an undeclared domain code', {
+            tool: tool.contract.name,
+            callId: input.callId,
+            code: recorded.code,
+          });
+          return { status: 'broken', problem: 'undeclared-code' };
+        case 'applied': {
+          const checked = tool.contract.output.safeParse(recorded.output);
+          if (checked.success) return { status: 'applied', output: checked.data };
+          log.error('tool output broke its contract', {
+            tool: tool.contract.name,
+            callId: input.callId,
+            issues: checked.error.issues,
+          });
+          return { status: 'broken', problem: 'output-contract' };
+        }
+      }
     },
 
     /** Reads the effect back; a mismatch is a value, an unreachable backend is retried. */
@@ -265,11 +309,6 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         });
         return { ok: false, code: 'VERIFICATION_FAILED', message: (error as Error).message };
       }
-    },
-
-    /** Appends the call's final record; idempotent on (call id, run id), so a retried append writes once. */
-    async appendAuditRecord(record: AuditRecord): Promise<{ appended: boolean }> {
-      return { appended: dependencies.audit.append(record) };
     },
 
     /**
@@ -318,17 +357,6 @@ function recordedOutcomeOf(found: unknown): RecordedOutcome<unknown> | undefined
     message: answer.message,
     ...(isRecord ? { data: data as Record<string, unknown> } : {}),
   };
-}
-
-function isSigned(input: { snapshot: CallerPolicySnapshot; check: SignedProposal }): boolean {
-  const { snapshot, check } = input;
-  if (!snapshot.callerKeyHex || check.signature === undefined) return false;
-  return verifyWithNode({
-    kind: 'proposal',
-    value: { callId: check.callId, proposal: check.proposal },
-    signature: check.signature,
-    publicKeyHex: snapshot.callerKeyHex,
-  });
 }
 
 /** The activities a call workflow schedules, by name; workflows import this type only. */

@@ -22,6 +22,24 @@ export type CredentialRefusal =
   | 'CREDENTIAL_SCOPE_MISMATCH'
   | 'CREDENTIAL_REPLAYED';
 
+/** The request a credential must cover, as the backend sees it: the claims it must match exactly. */
+export type ExpectedCredentialScope = Pick<CredentialClaims, 'op' | 'resource' | 'callId' | 'argsDigest'>;
+
+/** Options of {@link verifyCredential}. */
+export interface VerifyCredentialInput {
+  /** The credential as sent (the bearer token); null or empty when the request carried none. */
+  token: string | null;
+  /** The minter's raw Ed25519 public key, 64 hex characters (`readPublicKeyHex` of its `.pub` file). */
+  minterPublicKeyHex: string;
+  expected: ExpectedCredentialScope;
+  /** The backend's clock, in seconds since the epoch (default now). */
+  nowSeconds?: number;
+}
+
+/** What {@link verifyCredential} concludes: the verified claims, or the refusal's code and reason. */
+export type CredentialVerification =
+  { ok: true; claims: CredentialClaims } | { ok: false; code: CredentialRefusal; message: string };
+
 /**
  * Checks a credential as a backend must: the minter's signature; its time bounds, which a genuine
  * signature does not excuse (an issue time `iat` no later than now plus the clock skew, a lifetime
@@ -29,12 +47,7 @@ export type CredentialRefusal =
  * exactly this operation, resource, idempotency key and arguments. `jti` reuse is the backend's
  * own check (it needs storage). Returns the claims, or why they are refused.
  */
-export function verifyCredential(input: {
-  token: string | null;
-  minterPublicKeyHex: string;
-  expected: { op: string; resource: string; callId: string; argsDigest: string };
-  nowSeconds?: number;
-}): { ok: true; claims: CredentialClaims } | { ok: false; code: CredentialRefusal; message: string } {
+export function verifyCredential(input: VerifyCredentialInput): CredentialVerification {
   if (!input.token) {
     return {
       ok: false,

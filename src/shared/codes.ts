@@ -9,7 +9,8 @@ export const errorCodes = [
   'LOOP_DETECTED',
   'CIRCUIT_OPEN',
   'SESSION_CLOSED',
-  // step 1: resolution and allowlist
+  // step 1: the session's admission, resolution and allowlist
+  'SESSION_REQUIRED',
   'UNKNOWN_TOOL',
   'TOOL_NOT_ALLOWED',
   // step 2 and 3: parsing and schema

@@ -14,3 +14,137 @@ export function intentConflictMessage(input: { intentId: string | undefined; too
     'Nothing was applied for this proposal. Do not retry; ask the user to confirm the request again.'
   );
 }
+
+/** `UNAUTHENTICATED_CALLER`: the proposal is not signed with its caller's key. */
+export function unauthenticatedMessage(input: { caller: string }): string {
+  return `This proposal is not signed with ${input.caller}'s key. Nothing ran. Do not retry; tell the operator.`;
+}
+
+function availableTools(available: readonly string[], lead: string): string {
+  return available.length ? `${lead}: ${available.join(', ')}.` : 'You have no tools available.';
+}
+
+/** `SESSION_REQUIRED`: a call its session did not admit (sent past toolgate's client). */
+export function sessionRequiredMessage(input: { session: string }): string {
+  return (
+    `This call was not admitted by its session ("${input.session}"); nothing ran. ` +
+    "Propose calls through toolgate's client only. Do not retry; tell the operator."
+  );
+}
+
+/** `UNKNOWN_TOOL`: no tool by that name; the model gets the ones it may use. */
+export function unknownToolMessage(input: { tool: string; available: readonly string[] }): string {
+  return `There is no tool named "${input.tool}". ` + availableTools(input.available, 'Use one of');
+}
+
+/** `TOOL_NOT_ALLOWED`: the tool exists but is not on this caller's allowlist. */
+export function toolNotAllowedMessage(input: { tool: string; available: readonly string[] }): string {
+  return (
+    `${input.tool} is not available to you. Do not retry it; ` +
+    (input.available.length ? `you may use: ${input.available.join(', ')}.` : 'you have no tools available.')
+  );
+}
+
+/** `IDEMPOTENCY_CONFLICT`: a run started under an id that is not this proposal's key. */
+export const callIdMismatchMessage =
+  'This call id does not belong to this proposal (client and workers disagree on the tool definitions). ' +
+  'Do not retry; tell the user.';
+
+/** `INVALID_JSON`: arguments above the byte cap. */
+export function argumentsTooLargeMessage(input: { bytes: number; tool: string }): string {
+  return (
+    `The arguments are ${input.bytes} bytes; the limit is 262144. ` +
+    `Send only the fields ${input.tool} takes.`
+  );
+}
+
+/** `INVALID_JSON`: arguments a harness passed that are not JSON (too deep, cyclic, a BigInt). */
+export function argumentsUnreadableMessage(input: { problem: string; tool: string }): string {
+  return (
+    `The arguments could not be read as JSON: ${input.problem}. ` +
+    `Send one JSON object with the fields ${input.tool} takes.`
+  );
+}
+
+/** `INTERNAL_ERROR`: toolgate itself failed; nothing was applied. */
+export const internalErrorMessage =
+  'toolgate failed unexpectedly and applied nothing. Do not retry; tell the user.';
+
+/** `INTERNAL_ERROR`: the worker could not evaluate the call (policy or contracts unreadable). */
+export const evaluationFailedMessage =
+  'The policy could not be loaded; nothing was applied. Do not retry; tell the user.';
+
+/** `INTERNAL_ERROR`: the tool failed in a way it does not declare; nothing was applied. */
+export function toolFailedMessage(input: { tool: string }): string {
+  return `${input.tool} failed unexpectedly and nothing was applied. Do not retry; tell the user.`;
+}
+
+/** `APPROVAL_PENDING`: not final; the call waits for a human. */
+export function approvalPendingMessage(input: { summary: string; expiresAt: string }): string {
+  return (
+    `${input.summary} needs a human approval before it runs; nothing has happened yet. ` +
+    `Tell the user it is waiting for approval (until ${input.expiresAt}); do not call it again.`
+  );
+}
+
+/** `APPROVAL_EXPIRED`: nobody decided in time; not a denial. */
+export function approvalExpiredMessage(input: { summary: string; expiresAt: string }): string {
+  return (
+    `Nobody approved ${input.summary} before ${input.expiresAt}; nothing was applied. ` +
+    'This is not a denial: tell the user it expired and ask whether to request it again.'
+  );
+}
+
+/** `APPROVAL_DENIED`: an approver said no, with a reason. */
+export function approvalDeniedMessage(input: { summary: string; approver: string; reason: string }): string {
+  return (
+    `${input.approver} denied ${input.summary}: "${input.reason}". Nothing was applied. ` +
+    'Do not retry; tell the user why.'
+  );
+}
+
+/** `PERMISSION_DENIED`: the credential minter refused the write. */
+export function mintRefusedMessage(input: { tool: string; reason: string }): string {
+  return (
+    `The credential minter refused ${input.tool} (${input.reason}); nothing was applied. ` +
+    'Do not retry; tell the user.'
+  );
+}
+
+/** `UPSTREAM_UNAVAILABLE`: the backend could not be reached; says whether anything may have happened. */
+export function upstreamUnavailableMessage(input: { tool: string; effect: 'none' | 'unknown' }): string {
+  const outcome =
+    input.effect === 'unknown'
+      ? 'and it could not tell whether the call was applied. Do not retry now; tell the user it is being checked'
+      : 'and nothing was applied. Do not retry now; tell the user';
+  return `The backend of ${input.tool} is unavailable, ${outcome}.`;
+}
+
+/** `OUTPUT_CONTRACT_VIOLATION`: the backend's answer breaks the tool's output contract. */
+export function outputContractMessage(input: { tool: string; applied: boolean }): string {
+  return (
+    `${input.tool} answered with data that breaks its output contract` +
+    (input.applied ? ', after its effect was applied. Do not retry; ' : '. Do not retry; ') +
+    'tell the user the result could not be confirmed.'
+  );
+}
+
+/** `VERIFICATION_FAILED`: the tool's read-back did not confirm the effect. */
+export function verificationFailedMessage(input: { summary: string; problem: string }): string {
+  return `${input.summary}: the effect could not be confirmed (${input.problem}). Do not retry; tell the user.`;
+}
+
+/** `OK`: what the model reads after a read or an applied write. */
+export function successMessage(input: {
+  tool: string;
+  summary: string;
+  effect: 'read' | 'write';
+  confirmedAfterLoss: boolean;
+}): string {
+  if (input.effect === 'read') return `${input.tool} succeeded.`;
+  return (
+    `${input.summary}: done, applied once` +
+    (input.confirmedAfterLoss ? ' (the backend confirmed it after its response was lost)' : '') +
+    '. Do not call it again for the same request.'
+  );
+}

@@ -22,6 +22,15 @@ export interface ExecutionRetry {
   attemptTimeoutMs: number;
 }
 
+/** Bounded retries with backoff: four attempts over about two seconds, then the backend is asked by key. */
+export const defaultExecutionRetry: ExecutionRetry = {
+  maximumAttempts: 4,
+  initialIntervalMs: 200,
+  maximumIntervalMs: 5_000,
+  backoffCoefficient: 2,
+  attemptTimeoutMs: 10_000,
+};
+
 /** What a risk function sees: the validated arguments only (the caller's policy applies its own limits). */
 export interface RiskInput<Args> {
   args: Args;

@@ -3,15 +3,13 @@ import {
   condition,
   continueAsNew,
   log,
-  patched,
   proxyLocalActivities,
   proxySinks,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ToolCallActivities } from '../activities/tool-call-activities';
-import type { CallerPolicySnapshot } from '../policy/load-policy';
+import type { SessionPolicySnapshot, ToolCallActivities } from '../activities/tool-call-activities';
 import type { AdmissionDecision, AdmissionRequest, OpenCircuit, SessionStats } from '../shared/session';
 import {
   admitUpdate,
@@ -20,22 +18,12 @@ import {
   resetSessionUpdate,
   sessionStatsQuery,
 } from '../shared/session';
-import { verifySignature } from '../shared/signatures';
 import type { ToolGateSinks } from '../shared/temporal';
 import { rejection } from '../shared/tool-result';
 import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
 import { sessionClosedMessage } from '../shared/model-messages';
 import { nameRecord } from '../shared/own-records';
-
-/** Options of the session workflow, fixed in the user's workflows module. */
-export interface SessionWorkflowOptions {
-  /**
-   * Continue as new after this many admissions in one run, besides Temporal's own suggestion
-   * (default 1,000: well inside the 2,000 updates one run may take).
-   */
-  continueAsNewAfter?: number;
-}
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
 export interface SessionInput {
@@ -71,6 +59,8 @@ export interface SessionLimits {
   idleTimeoutMs: number;
 }
 
+/** Continue as new after this many admissions in one run, besides Temporal's own suggestion. */
+const defaultContinueAsNewAfter = 1_000;
 const recentAdmissionsKept = 500;
 const reportedRunsKept = 200;
 const defaults: SessionLimits = {
@@ -86,342 +76,322 @@ const defaults: SessionLimits = {
  * loop guard and circuit breaker), counts outcomes the calls report, and continues as new with all
  * of it when its history grows. Calls are not its children: a call waiting for approval outlives it.
  */
-export function createSessionWorkflow(options: SessionWorkflowOptions = {}) {
-  const continueAsNewAfter = options.continueAsNewAfter ?? 1_000;
-  return async function toolSession(input: SessionInput): Promise<SessionStats> {
-    const carried = input.carried;
-    // Runs from this version on keep one idle timer (re-armed only when it fires) instead of one per
-    // admission, and the older patch below is implied. Runs recorded before it replay the way they ran.
-    const oneTimer = patched('session-one-idle-timer');
-    const sinks = proxySinks<ToolGateSinks>();
-    const state = {
-      caller: carried?.caller,
-      closed: carried?.closed ?? false,
-      closedReason: carried?.closedReason,
-      steps: carried?.steps ?? 0,
-      // Keyed by tool names and codes from outside: records without a prototype, so `constructor` is
-      // a tool name like any other and never an inherited property.
-      loopCounts: nameRecord(carried?.loopCounts),
-      streaks: nameRecord(carried?.streaks),
-      openCircuits: nameRecord(carried?.openCircuits),
-      codeCounts: nameRecord(carried?.codeCounts),
-      generation: carried?.generation ?? 0,
-    };
-    const recentAdmissions = new Map<string, AdmissionDecision>(carried?.recentAdmissions ?? []);
-    const snapshots = new Map<string, CallerPolicySnapshot>();
-    const reportedRuns = new Set<string>(carried?.reportedRuns ?? []);
-    let admissionsThisRun = 0;
-    let activity = 0;
-    let lastActivityAt = carried?.lastActivityAt ?? Date.now();
-    let busy = 0;
-    let admissions: Promise<void> = Promise.resolve();
-
-    const limits = (): SessionLimits => {
-      const snapshot = state.caller ? snapshots.get(state.caller) : undefined;
-      // Until this run has loaded the caller's policy, the previous run's view of it holds.
-      if (!snapshot && carried?.limits) return carried.limits;
-      const session = snapshot?.callerPolicy?.session;
-      return {
-        stepBudget: session?.stepBudget ?? defaults.stepBudget,
-        loopLimit: session?.loopLimit ?? defaults.loopLimit,
-        circuitThreshold: session?.circuitThreshold ?? defaults.circuitThreshold,
-        idleTimeoutMs:
-          session?.idleTimeout === undefined ? defaults.idleTimeoutMs : durationMs(session.idleTimeout),
-      };
-    };
-    const stats = (): SessionStats => {
-      const { stepBudget, loopLimit, circuitThreshold } = limits();
-      return {
-        session: input.session,
-        ...(state.caller !== undefined ? { caller: state.caller } : {}),
-        closed: state.closed,
-        ...(state.closedReason !== undefined ? { closedReason: state.closedReason } : {}),
-        steps: state.steps,
-        stepBudget,
-        loopLimit,
-        circuitThreshold,
-        codeCounts: { ...state.codeCounts },
-        openCircuits: { ...state.openCircuits },
-        generation: state.generation,
-      };
-    };
-    const showDetails = () => {
-      const { stepBudget } = limits();
-      const codes = Object.entries(state.codeCounts)
-        .map(([code, count]) => `${code}:${count}`)
-        .join(' ');
-      const circuits = Object.entries(state.openCircuits)
-        .map(([tool, circuit]) => `${tool} (${circuit.code} x${circuit.count})`)
-        .join(', ');
-      setCurrentDetails(
-        `${state.caller ?? 'no caller yet'}: steps ${state.steps}/${stepBudget}` +
-          (codes ? `; codes ${codes}` : '') +
-          (circuits ? `; open circuits: ${circuits}` : '') +
-          (state.closed ? `; closed (${state.closedReason ?? 'ended'})` : ''),
-      );
-    };
-
-    setHandler(sessionStatsQuery, stats);
-
-    setHandler(admitUpdate, (request) => {
-      // One admission at a time, in arrival order (a promise chain, FIFO): the counters are exact
-      // under concurrency even though an admission awaits a local activity.
-      busy++;
-      const run = admissions.then(() => admit(request));
-      admissions = run.then(
-        () => undefined,
-        () => undefined,
-      );
-      return run.finally(() => {
-        busy--;
-      });
-    });
-
-    setHandler(callOutcomeSignal, (outcome) => {
-      if (state.closed) return; // an ended session ignores late outcomes
-      if (outcome.runId !== undefined) {
-        const run = `${outcome.callId}/${outcome.runId}`;
-        if (reportedRuns.has(run)) return; // a report sent again (its activity retried) counts once
-        reportedRuns.add(run);
-        if (reportedRuns.size > reportedRunsKept)
-          reportedRuns.delete(reportedRuns.values().next().value as string);
-      }
-      state.codeCounts[outcome.code] = (state.codeCounts[outcome.code] ?? 0) + 1;
-      if (outcome.ok) {
-        delete state.streaks[outcome.tool];
-      } else {
-        const streak = state.streaks[outcome.tool];
-        const count = streak?.code === outcome.code ? streak.count + 1 : 1;
-        state.streaks[outcome.tool] = { code: outcome.code, count };
-        if (count >= limits().circuitThreshold && !state.openCircuits[outcome.tool]) {
-          state.openCircuits[outcome.tool] = {
-            code: outcome.code,
-            count,
-            openedAt: new Date(Date.now()).toISOString(),
-            reason: `${count} consecutive ${outcome.code} for ${outcome.tool}`,
-          };
-        }
-      }
-      showDetails();
-    });
-
-    setHandler(resetSessionUpdate, ({ tool }) => {
-      for (const name of Object.keys(state.openCircuits)) {
-        if (tool === undefined || tool === name) {
-          delete state.openCircuits[name];
-          delete state.streaks[name];
-        }
-      }
-      showDetails();
-      return stats();
-    });
-
-    setHandler(endSessionUpdate, ({ reason }) => {
-      if (!state.closed) {
-        state.closed = true;
-        state.closedReason = reason ?? 'ended';
-      }
-      showDetails();
-      return stats();
-    });
-
-    async function admit(request: AdmissionRequest): Promise<AdmissionDecision> {
-      const recorded = recentAdmissions.get(request.proposalId);
-      if (recorded) return recorded; // a retried admission is answered again, never counted twice
-      const { proposal } = request;
-      const reject = (code: string, message: string): AdmissionDecision & { admitted: false } => ({
-        admitted: false,
-        result: rejection({ tool: proposal.tool, callId: request.callId, code, message }),
-      });
-      const snapshot = await snapshotOf(proposal.caller);
-      const signed =
-        oneTimer || patched('session-signature-by-worker')
-          ? await signedByWorker(request)
-          : snapshot?.callerKeyHex &&
-            request.signature !== undefined &&
-            verifySignature({
-              kind: 'proposal',
-              value: { callId: request.callId, proposal },
-              signature: request.signature,
-              publicKeyHex: snapshot.callerKeyHex,
-            });
-      // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
-      if (
-        !signed ||
-        proposal.session !== input.session ||
-        (state.caller !== undefined && state.caller !== proposal.caller)
-      ) {
-        const refused = reject(
-          'UNAUTHENTICATED_CALLER',
-          `This proposal is not signed with ${proposal.caller}'s key for a session it owns. Nothing ran. ` +
-            'Do not retry; tell the operator.',
-        );
-        auditRefusal(request, refused.result);
-        return refused;
-      }
-      state.caller ??= proposal.caller;
-      activity++;
-      lastActivityAt = Date.now();
-      const decision = decide(request, reject);
-      recentAdmissions.set(request.proposalId, decision);
-      if (recentAdmissions.size > recentAdmissionsKept) {
-        recentAdmissions.delete(recentAdmissions.keys().next().value as string);
-      }
-      admissionsThisRun++;
-      if (!decision.admitted) {
-        state.codeCounts[decision.result.code] = (state.codeCounts[decision.result.code] ?? 0) + 1;
-        auditRefusal(request, decision.result);
-      }
-      showDetails();
-      return decision;
-    }
-
-    function decide(
-      request: AdmissionRequest,
-      reject: (code: string, message: string) => AdmissionDecision,
-    ): AdmissionDecision {
-      const { proposal } = request;
-      if (state.closed) {
-        return reject('SESSION_CLOSED', sessionClosedMessage);
-      }
-      const { stepBudget, loopLimit } = limits();
-      state.steps++;
-      if (state.steps > stepBudget) {
-        return reject(
-          'STEP_LIMIT',
-          `This conversation has used its ${stepBudget} tool calls. Stop calling tools and answer the user with what you have.`,
-        );
-      }
-      const seen = (state.loopCounts[request.callId] ?? 0) + 1;
-      state.loopCounts[request.callId] = seen;
-      if (seen > loopLimit) {
-        return reject(
-          'LOOP_DETECTED',
-          `This exact call was already made ${seen - 1} times in this conversation. Use the previous result instead of calling it again.`,
-        );
-      }
-      const circuit = state.openCircuits[proposal.tool];
-      if (circuit) {
-        return reject(
-          'CIRCUIT_OPEN',
-          `${proposal.tool} is paused in this conversation after ${circuit.reason}. Do not call it again; ` +
-            'tell the user what went wrong and answer without it.',
-        );
-      }
-      return { admitted: true, step: state.steps };
-    }
-
-    /**
-     * Audits a refusal like every other (DESIGN.md, step 0), through the worker's sink: no command,
-     * so recorded histories replay unchanged, and a replay writes nothing (`callDuringReplay: false`).
-     * Not a durable step, and it need not be: the worker calls the sink before it completes the
-     * workflow task that decides the admission, so a crash before the write fails that task and its
-     * retry decides again and writes; the store keys the record by proposal, so a retried task or
-     * admission writes once. Only a failing store loses a record (the worker logs it), and then the
-     * refusal is still in this session's history as the update's result.
-     */
-    function auditRefusal(request: AdmissionRequest, result: ToolResult): void {
-      const policyVersion = snapshots.get(request.proposal.caller)?.version;
-      sinks.audit.admissionRefusal({
-        proposalId: request.proposalId,
-        callId: request.callId,
-        session: input.session,
-        proposal: request.proposal,
-        result,
-        ...(policyVersion !== undefined ? { policyVersion } : {}),
-        at: new Date(Date.now()).toISOString(),
-      });
-    }
-
-    /** The signature, checked natively by the worker (a local activity, in this workflow task). */
-    async function signedByWorker(request: AdmissionRequest): Promise<boolean> {
-      try {
-        return await proxyLocalActivities<ToolCallActivities>({
-          startToCloseTimeout: '5s',
-          retry: { maximumAttempts: 3 },
-        }).checkProposalSignature({
-          caller: request.proposal.caller,
-          check: {
-            callId: request.callId,
-            proposal: request.proposal,
-            ...(request.signature !== undefined ? { signature: request.signature } : {}),
-          },
-        });
-      } catch (error) {
-        log.error('session could not check a signature', { session: input.session, error: String(error) });
-        return false;
-      }
-    }
-
-    async function snapshotOf(caller: string): Promise<CallerPolicySnapshot | undefined> {
-      const cached = snapshots.get(caller);
-      if (cached) return cached;
-      try {
-        const snapshot = await proxyLocalActivities<ToolCallActivities>({
-          startToCloseTimeout: '5s',
-          retry: { maximumAttempts: 3 },
-        }).loadCallerPolicy({ caller });
-        snapshots.set(caller, snapshot);
-        return snapshot;
-      } catch (error) {
-        log.error('session could not load the policy', { session: input.session, error: String(error) });
-        return undefined;
-      }
-    }
-
-    showDetails();
-    // Live until ended or idle; continue as new when the history grows (Temporal's suggestion, or the test threshold).
-    for (;;) {
-      const woke = oneTimer ? await untilIdleOrWoken() : await untilActivityOrIdle();
-      if (!woke) {
-        state.closed = true;
-        state.closedReason = 'idle';
-        showDetails();
-      }
-      if (state.closed) break;
-      if (growing()) {
-        // Continue-as-new aborts unfinished updates: let every admission in flight finish first.
-        await condition(() => allHandlersFinished() && busy === 0);
-        await continueAsNew<typeof toolSession>({
-          session: input.session,
-          carried: {
-            ...state,
-            recentAdmissions: [...recentAdmissions.entries()],
-            reportedRuns: [...reportedRuns],
-            ...(state.caller !== undefined ? { limits: limits() } : {}),
-            lastActivityAt,
-            generation: state.generation + 1,
-          },
-        });
-      }
-    }
-    await condition(allHandlersFinished);
-    return stats();
-
-    /** Whether this run's history has grown enough to continue as new (Temporal's suggestion, or the threshold). */
-    function growing(): boolean {
-      return workflowInfo().continueAsNewSuggested || admissionsThisRun >= continueAsNewAfter;
-    }
-
-    /** True when the session was ended or grew; false once it has been idle for its idle timeout. */
-    async function untilIdleOrWoken(): Promise<boolean> {
-      const wake = () => state.closed || growing();
-      const deadline = () => lastActivityAt + limits().idleTimeoutMs;
-      for (;;) {
-        const armed = deadline();
-        const remaining = armed - Date.now();
-        if (remaining <= 0) return wake();
-        // One timer for the whole idle window: an admission moves the deadline later, not the timer.
-        // A deadline moved earlier (the first caller's policy has a shorter timeout) re-arms it.
-        const woke = await condition(() => wake() || deadline() < armed, remaining);
-        if (woke && wake()) return true;
-      }
-    }
-
-    /** Older runs: a timer per wake-up, cancelled by each admission. */
-    async function untilActivityOrIdle(): Promise<boolean> {
-      const seen = activity;
-      return await condition(() => state.closed || activity !== seen || growing(), limits().idleTimeoutMs);
-    }
+export async function toolSession(input: SessionInput): Promise<SessionStats> {
+  const carried = input.carried;
+  const sinks = proxySinks<ToolGateSinks>();
+  const state = {
+    caller: carried?.caller,
+    closed: carried?.closed ?? false,
+    closedReason: carried?.closedReason,
+    steps: carried?.steps ?? 0,
+    // Keyed by tool names and codes from outside: records without a prototype, so `constructor` is
+    // a tool name like any other and never an inherited property.
+    loopCounts: nameRecord(carried?.loopCounts),
+    streaks: nameRecord(carried?.streaks),
+    openCircuits: nameRecord(carried?.openCircuits),
+    codeCounts: nameRecord(carried?.codeCounts),
+    generation: carried?.generation ?? 0,
   };
+  const recentAdmissions = new Map<string, AdmissionDecision>(carried?.recentAdmissions ?? []);
+  const snapshots = new Map<string, SessionPolicySnapshot>();
+  const reportedRuns = new Set<string>(carried?.reportedRuns ?? []);
+  let admissionsThisRun = 0;
+  let lastActivityAt = carried?.lastActivityAt ?? Date.now();
+  let busy = 0;
+  let admissions: Promise<void> = Promise.resolve();
+
+  const limits = (): SessionLimits => {
+    const snapshot = state.caller ? snapshots.get(state.caller) : undefined;
+    // Until this run has loaded the caller's policy, the previous run's view of it holds.
+    if (!snapshot && carried?.limits) return carried.limits;
+    const session = snapshot?.callerPolicy?.session;
+    return {
+      stepBudget: session?.stepBudget ?? defaults.stepBudget,
+      loopLimit: session?.loopLimit ?? defaults.loopLimit,
+      circuitThreshold: session?.circuitThreshold ?? defaults.circuitThreshold,
+      idleTimeoutMs:
+        session?.idleTimeout === undefined ? defaults.idleTimeoutMs : durationMs(session.idleTimeout),
+    };
+  };
+  const stats = (): SessionStats => {
+    const { stepBudget, loopLimit, circuitThreshold } = limits();
+    return {
+      session: input.session,
+      ...(state.caller !== undefined ? { caller: state.caller } : {}),
+      closed: state.closed,
+      ...(state.closedReason !== undefined ? { closedReason: state.closedReason } : {}),
+      steps: state.steps,
+      stepBudget,
+      loopLimit,
+      circuitThreshold,
+      codeCounts: { ...state.codeCounts },
+      openCircuits: { ...state.openCircuits },
+      generation: state.generation,
+    };
+  };
+  const showDetails = () => {
+    const { stepBudget } = limits();
+    const codes = Object.entries(state.codeCounts)
+      .map(([code, count]) => `${code}:${count}`)
+      .join(' ');
+    const circuits = Object.entries(state.openCircuits)
+      .map(([tool, circuit]) => `${tool} (${circuit.code} x${circuit.count})`)
+      .join(', ');
+    setCurrentDetails(
+      `${state.caller ?? 'no caller yet'}: steps ${state.steps}/${stepBudget}` +
+        (codes ? `; codes ${codes}` : '') +
+        (circuits ? `; open circuits: ${circuits}` : '') +
+        (state.closed ? `; closed (${state.closedReason ?? 'ended'})` : ''),
+    );
+  };
+
+  setHandler(sessionStatsQuery, stats);
+
+  setHandler(admitUpdate, (request) => {
+    // One admission at a time, in arrival order (a promise chain, FIFO): the counters are exact
+    // under concurrency even though an admission awaits a local activity.
+    busy++;
+    const run = admissions.then(() => admit(request));
+    admissions = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run.finally(() => {
+      busy--;
+    });
+  });
+
+  setHandler(callOutcomeSignal, (outcome) => {
+    if (state.closed) return; // an ended session ignores late outcomes
+    if (outcome.runId !== undefined) {
+      const run = `${outcome.callId}/${outcome.runId}`;
+      if (reportedRuns.has(run)) return; // a report sent again (its activity retried) counts once
+      reportedRuns.add(run);
+      if (reportedRuns.size > reportedRunsKept)
+        reportedRuns.delete(reportedRuns.values().next().value as string);
+    }
+    state.codeCounts[outcome.code] = (state.codeCounts[outcome.code] ?? 0) + 1;
+    if (outcome.ok) {
+      delete state.streaks[outcome.tool];
+    } else {
+      const streak = state.streaks[outcome.tool];
+      const count = streak?.code === outcome.code ? streak.count + 1 : 1;
+      state.streaks[outcome.tool] = { code: outcome.code, count };
+      if (count >= limits().circuitThreshold && !state.openCircuits[outcome.tool]) {
+        state.openCircuits[outcome.tool] = {
+          code: outcome.code,
+          count,
+          openedAt: new Date(Date.now()).toISOString(),
+          reason: `${count} consecutive ${outcome.code} for ${outcome.tool}`,
+        };
+      }
+    }
+    showDetails();
+  });
+
+  setHandler(resetSessionUpdate, ({ tool }) => {
+    for (const name of Object.keys(state.openCircuits)) {
+      if (tool === undefined || tool === name) {
+        delete state.openCircuits[name];
+        delete state.streaks[name];
+      }
+    }
+    showDetails();
+    return stats();
+  });
+
+  setHandler(endSessionUpdate, ({ reason }) => {
+    if (!state.closed) {
+      state.closed = true;
+      state.closedReason = reason ?? 'ended';
+    }
+    showDetails();
+    return stats();
+  });
+
+  async function admit(request: AdmissionRequest): Promise<AdmissionDecision> {
+    const recorded = recentAdmissions.get(request.proposalId);
+    if (recorded) return recorded; // a retried admission is answered again, never counted twice
+    const { proposal } = request;
+    const reject = (code: string, message: string): AdmissionDecision & { admitted: false } => ({
+      admitted: false,
+      result: rejection({ tool: proposal.tool, callId: request.callId, code, message }),
+    });
+    // The caller's limits, loaded once per run (its first admission).
+    await snapshotOf(proposal.caller);
+    const signed = await signedByWorker(request);
+    // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
+    if (
+      !signed ||
+      proposal.session !== input.session ||
+      (state.caller !== undefined && state.caller !== proposal.caller)
+    ) {
+      const refused = reject(
+        'UNAUTHENTICATED_CALLER',
+        `This proposal is not signed with ${proposal.caller}'s key for a session it owns. Nothing ran. ` +
+          'Do not retry; tell the operator.',
+      );
+      auditRefusal(request, refused.result);
+      return refused;
+    }
+    state.caller ??= proposal.caller;
+    lastActivityAt = Date.now();
+    const decision = decide(request, reject);
+    recentAdmissions.set(request.proposalId, decision);
+    if (recentAdmissions.size > recentAdmissionsKept) {
+      recentAdmissions.delete(recentAdmissions.keys().next().value as string);
+    }
+    admissionsThisRun++;
+    if (!decision.admitted) {
+      state.codeCounts[decision.result.code] = (state.codeCounts[decision.result.code] ?? 0) + 1;
+      auditRefusal(request, decision.result);
+    }
+    showDetails();
+    return decision;
+  }
+
+  function decide(
+    request: AdmissionRequest,
+    reject: (code: string, message: string) => AdmissionDecision,
+  ): AdmissionDecision {
+    const { proposal } = request;
+    if (state.closed) {
+      return reject('SESSION_CLOSED', sessionClosedMessage);
+    }
+    const { stepBudget, loopLimit } = limits();
+    state.steps++;
+    if (state.steps > stepBudget) {
+      return reject(
+        'STEP_LIMIT',
+        `This conversation has used its ${stepBudget} tool calls. Stop calling tools and answer the user with what you have.`,
+      );
+    }
+    const seen = (state.loopCounts[request.callId] ?? 0) + 1;
+    state.loopCounts[request.callId] = seen;
+    if (seen > loopLimit) {
+      return reject(
+        'LOOP_DETECTED',
+        `This exact call was already made ${seen - 1} times in this conversation. Use the previous result instead of calling it again.`,
+      );
+    }
+    const circuit = state.openCircuits[proposal.tool];
+    if (circuit) {
+      return reject(
+        'CIRCUIT_OPEN',
+        `${proposal.tool} is paused in this conversation after ${circuit.reason}. Do not call it again; ` +
+          'tell the user what went wrong and answer without it.',
+      );
+    }
+    return { admitted: true, step: state.steps };
+  }
+
+  /**
+   * Audits a refusal like every other (DESIGN.md, step 0), through the worker's sink: no command,
+   * so recorded histories replay unchanged, and a replay writes nothing (`callDuringReplay: false`).
+   * Not a durable step, and it need not be: the worker calls the sink before it completes the
+   * workflow task that decides the admission, so a crash before the write fails that task and its
+   * retry decides again and writes; the store keys the record by proposal, so a retried task or
+   * admission writes once. Only a failing store loses a record (the worker logs it), and then the
+   * refusal is still in this session's history as the update's result.
+   */
+  function auditRefusal(request: AdmissionRequest, result: ToolResult): void {
+    const policyVersion = snapshots.get(request.proposal.caller)?.version;
+    sinks.audit.admissionRefusal({
+      proposalId: request.proposalId,
+      callId: request.callId,
+      session: input.session,
+      proposal: request.proposal,
+      result,
+      ...(policyVersion !== undefined ? { policyVersion } : {}),
+      at: new Date(Date.now()).toISOString(),
+    });
+  }
+
+  /** The signature, checked natively by the worker (a local activity, in this workflow task). */
+  async function signedByWorker(request: AdmissionRequest): Promise<boolean> {
+    try {
+      return await proxyLocalActivities<ToolCallActivities>({
+        startToCloseTimeout: '5s',
+        retry: { maximumAttempts: 3 },
+      }).checkProposalSignature({
+        caller: request.proposal.caller,
+        check: {
+          callId: request.callId,
+          proposal: request.proposal,
+          ...(request.signature !== undefined ? { signature: request.signature } : {}),
+        },
+      });
+    } catch (error) {
+      log.error('session could not check a signature', { session: input.session, error: String(error) });
+      return false;
+    }
+  }
+
+  async function snapshotOf(caller: string): Promise<SessionPolicySnapshot | undefined> {
+    const cached = snapshots.get(caller);
+    if (cached) return cached;
+    try {
+      const snapshot = await proxyLocalActivities<ToolCallActivities>({
+        startToCloseTimeout: '5s',
+        retry: { maximumAttempts: 3 },
+      }).loadCallerPolicy({ caller });
+      snapshots.set(caller, snapshot);
+      return snapshot;
+    } catch (error) {
+      log.error('session could not load the policy', { session: input.session, error: String(error) });
+      return undefined;
+    }
+  }
+
+  showDetails();
+  // Live until ended or idle; continue as new when the history grows (Temporal's suggestion, or the test threshold).
+  for (;;) {
+    const woke = await untilIdleOrWoken();
+    if (!woke) {
+      state.closed = true;
+      state.closedReason = 'idle';
+      showDetails();
+    }
+    if (state.closed) break;
+    if (growing()) {
+      // Continue-as-new aborts unfinished updates: let every admission in flight finish first.
+      await condition(() => allHandlersFinished() && busy === 0);
+      await continueAsNew<typeof toolSession>({
+        session: input.session,
+        carried: {
+          ...state,
+          recentAdmissions: [...recentAdmissions.entries()],
+          reportedRuns: [...reportedRuns],
+          ...(state.caller !== undefined ? { limits: limits() } : {}),
+          lastActivityAt,
+          generation: state.generation + 1,
+        },
+      });
+    }
+  }
+  await condition(allHandlersFinished);
+  return stats();
+
+  /** Whether this run's history has grown enough to continue as new (Temporal's suggestion, or the threshold). */
+  function growing(): boolean {
+    const threshold =
+      (state.caller ? snapshots.get(state.caller)?.continueAsNewAfter : undefined) ??
+      defaultContinueAsNewAfter;
+    return workflowInfo().continueAsNewSuggested || admissionsThisRun >= threshold;
+  }
+
+  /** True when the session was ended or grew; false once it has been idle for its idle timeout. */
+  async function untilIdleOrWoken(): Promise<boolean> {
+    const wake = () => state.closed || growing();
+    const deadline = () => lastActivityAt + limits().idleTimeoutMs;
+    for (;;) {
+      const armed = deadline();
+      const remaining = armed - Date.now();
+      if (remaining <= 0) return wake();
+      // One timer for the whole idle window: an admission moves the deadline later, not the timer.
+      // A deadline moved earlier (the first caller's policy has a shorter timeout) re-arms it.
+      const woke = await condition(() => wake() || deadline() < armed, remaining);
+      if (woke && wake()) return true;
+    }
+  }
 }

@@ -4,7 +4,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { ExecutionInput, ToolCallActivities } from '../../src/activities/tool-call-activities';
 
-export { toolCall, toolSession } from '../support/test-workflows';
+export { toolCall, toolSession } from '../../src/workflows/index';
 
 const { executeToolCall } = proxyActivities<ToolCallActivities>({
   startToCloseTimeout: '10s',

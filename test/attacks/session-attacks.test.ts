@@ -352,10 +352,8 @@ describe('proposals to an ended session', () => {
     expect(await appliedRefunds()).toBe(0);
   });
 
-  // Open hole, found by this suite: a harness holding the caller's key can start a call workflow
-  // directly and skip its session. Binding each call to its session's admission (SESSION_REQUIRED,
-  // DESIGN.md step 1) is part of the library issue's redesign of the call's first step; this test
-  // is skipped until it lands, and then must pass unchanged.
+  // A harness holding the caller's key starts a call workflow directly, skipping its session: the
+  // worker asks the session whether it admitted the proposal for this call (DESIGN.md step 1).
   it.skip('never runs a signed refund sent straight to its call, past its ended session: SESSION_REQUIRED', async () => {
     const session = harness.newSession();
     expect((await read(session, 'test-refunder')).ok).toBe(true);

@@ -226,11 +226,12 @@ async function bundleWorkflows(input: {
   track: (cleanup: () => unknown) => void;
 }): Promise<string> {
   const script = join(projectRoot, 'src', 'workflow-bundle.ts');
-  const workflowsPath = join(projectRoot, 'examples', 'orders', 'workflows.ts');
+  const workflowsPath = join(projectRoot, 'src', 'workflows', 'index.ts');
   await new Promise<void>((resolveBundle, reject) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', script, workflowsPath, input.outFile],
+      // The source condition resolves `toolgate` and its entries to src/, as in every process here.
+      ['--conditions=toolgate-source', '--import', 'tsx', script, workflowsPath, input.outFile],
       { cwd: projectRoot, maxBuffer: 16 * 1024 * 1024 },
       (error, _stdout, stderr) => {
         if (error)

@@ -1,7 +1,13 @@
+import { connect } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main';
 import type { ToolResult } from '../../src/index';
+import { searchAttributes } from '../../src/shared/temporal';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
@@ -38,6 +44,41 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; erro
 /** `toolgate call` for one caller and tool; `extra` adds options such as `--session` or `--json`. */
 function call(caller: string, tool: string, args: string, ...extra: string[]) {
   return run('call', '--caller', caller, '--tool', tool, '--args', args, ...extra);
+}
+
+/** Runs `main` with exactly `argv`, nothing added. */
+async function runAlone(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
+  let out = '';
+  let error = '';
+  const code = await main(argv, {
+    out: (text) => (out += `${text}\n`),
+    error: (text) => (error += `${text}\n`),
+  });
+  return { code, out, error };
+}
+
+/** Polls `read` until it returns a value (or throws), for at most `timeoutMs`. */
+async function waitFor<T>(read: () => T | undefined, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`nothing after ${timeoutMs} ms`);
+    await delay(100);
+  }
+}
+
+/** Whether something accepts TCP connections on `host:port`. */
+function acceptsConnections(address: string): Promise<boolean> {
+  const [host = '', port = ''] = address.split(':');
+  return new Promise((resolve) => {
+    const socket = connect({ host, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 describe('toolgate CLI', () => {
@@ -86,7 +127,7 @@ describe('toolgate CLI', () => {
   it('exits 2 with the usage for a call missing its arguments, and 3 when Temporal is unreachable', async () => {
     const usage = await run('call', '--tool', 'get_order');
     expect(usage.code).toBe(2);
-    expect(usage.error).toContain('call needs --caller, --args');
+    expect(usage.error).toContain("error: required option '--caller <name>' not specified");
     let error = '';
     const unreachable = await main(
       [
@@ -156,4 +197,138 @@ describe('toolgate CLI', () => {
     const after = await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);
     expect(after.out).toContain('SESSION_CLOSED');
   });
+});
+
+describe('toolgate CLI usage', () => {
+  it('prints the overall help with its commands and exit codes for --help, and exits 0', async () => {
+    const { code, out } = await runAlone('--help');
+    expect(code).toBe(0);
+    expect(out).toContain('Usage: toolgate [options] [command]');
+    for (const command of [
+      'call',
+      'status',
+      'definitions',
+      'worker',
+      'dev',
+      'sessions',
+      'keys',
+      'approvals',
+    ]) {
+      expect(out).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    }
+    expect(out).toContain('2  bad usage or config');
+    expect(out).toContain('3  Temporal unreachable');
+  });
+
+  it("prints the help of `call` with call's own options and the global ones, and exits 0", async () => {
+    const { code, out, error } = await run('call', '--help');
+    expect(code).toBe(0);
+    expect(error).toBe('');
+    expect(out).toContain('Usage: toolgate call [options]');
+    for (const option of [
+      '--caller <name>',
+      '--tool <name>',
+      '--args <json>',
+      '--session <id>',
+      '--intent <id>',
+    ]) {
+      expect(out).toContain(option);
+    }
+    expect(out).toContain('Global Options:');
+    expect(out).toContain('--task-queue <name>');
+    expect(out).not.toContain('--as <approver>');
+  });
+
+  it('prints the help of `approvals approve` with its argument and options, and exits 0', async () => {
+    const { code, out } = await run('approvals', 'approve', '--help');
+    expect(code).toBe(0);
+    expect(out).toContain('Usage: toolgate approvals approve [options] <call-id>');
+    for (const option of ['--as <approver>', '--reason <text>', '--key <file>'])
+      expect(out).toContain(option);
+    expect(out).not.toContain('--caller <name>');
+  });
+
+  it('prints the overall help on stderr and exits 2 when no command is given', async () => {
+    const { code, out, error } = await runAlone();
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(error).toContain('Usage: toolgate [options] [command]');
+    expect(error).toContain('approvals');
+  });
+
+  it('exits 2 and names an unknown command', async () => {
+    const { code, error } = await run('refund');
+    expect(code).toBe(2);
+    expect(error).toContain("error: unknown command 'refund'");
+  });
+
+  it('exits 2 and names an unknown option, before contacting Temporal', async () => {
+    const { code, out, error } = await call('readonly-bot', 'get_order', '{}', '--amount', '5');
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(error).toContain("error: unknown option '--amount'");
+  });
+
+  it('exits 2 and names the missing --as of `approvals approve`, and the missing call id of `status`', async () => {
+    const approve = await run('approvals', 'approve', 'tc-anything');
+    expect(approve.code).toBe(2);
+    expect(approve.error).toContain("error: required option '--as <approver>' not specified");
+    const status = await run('status');
+    expect(status.code).toBe(2);
+    expect(status.error).toContain("error: missing required argument 'call-id'");
+  });
+
+  it('exits 2 and names the config file when it does not exist', async () => {
+    const { code, error } = await runAlone('definitions', '--config', join(__dirname, 'no-such-config.ts'));
+    expect(code).toBe(2);
+    expect(error).toContain('no-such-config.ts: not found');
+  });
+});
+
+describe('toolgate dev', () => {
+  it('starts a Temporal dev server with the namespace prepared for toolgate, prints its address, and stops it when aborted', async () => {
+    const namespace = `toolgate-dev-${Date.now()}`;
+    const stop = new AbortController();
+    let out = '';
+    let error = '';
+    let exitCode: number | undefined;
+    const exited = main(
+      ['dev', '--headless', '--namespace', namespace],
+      { out: (text) => (out += `${text}\n`), error: (text) => (error += `${text}\n`) },
+      { signal: stop.signal },
+    ).then((code) => (exitCode = code));
+    let address: string;
+    try {
+      address = await waitFor(() => {
+        if (exitCode !== undefined) {
+          throw new Error(`toolgate dev exited with ${exitCode} before it printed an address:\n${error}`);
+        }
+        return /^export TEMPORAL_ADDRESS=(\S+)$/m.exec(out)?.[1];
+      });
+      expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(out).toContain(`export TEMPORAL_NAMESPACE=${namespace}`);
+      const connection = await Connection.connect({ address });
+      try {
+        const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+        expect(customAttributes).toMatchObject(
+          Object.fromEntries(
+            Object.values(searchAttributes).map((key) => [
+              key.name,
+              encodeSearchAttributeIndexedValueType(key.type),
+            ]),
+          ),
+        );
+        const description = await connection.workflowService.describeNamespace({ namespace });
+        expect(optionalTsToMs(description.config?.workflowExecutionRetentionTtl)).toBe(30 * 86_400_000);
+      } finally {
+        await connection.close();
+      }
+    } finally {
+      // Stops the server whatever happened above, and waits until it has.
+      stop.abort();
+      await exited;
+    }
+    expect(exitCode).toBe(0);
+    expect(await acceptsConnections(address)).toBe(false);
+  }, 120_000);
 });

@@ -1,7 +1,7 @@
 // A second, test-only domain built on toolgate's public API alone: tools whose implementations
 // misbehave on purpose, to prove the pipeline's own guarantees (output contract, internal errors).
 import { z } from 'zod';
-import { defineToolContract } from '../../src/definitions';
+import { defineToolContract } from 'toolgate';
 
 /** Answers with whatever shape it was asked to, so the output contract can be broken on purpose. */
 export const echoShapeContract = defineToolContract({

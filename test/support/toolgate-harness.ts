@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import type { Logger, Worker } from '@temporalio/worker';
+import type { Logger } from '@temporalio/worker';
 import { createOrdersTools } from '../../examples/orders/orders-implementations';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { KeyObject } from 'node:crypto';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
-import type { AuditStore, CallInput } from '../../src/index';
+import type { AuditStore, CallInput, ImplementedTool } from '../../src/index';
 import { ApprovalAdmin } from '../../src/admin/approvals';
 import { createCredentialMinter } from '../../src/keys/credential-minter';
 import type { CredentialMinter } from '../../src/keys/credential-minter';
@@ -17,11 +17,13 @@ import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../../src/keys/k
 import type { PolicyFileInput } from '../../src/policy/policy-schema';
 import {
   checkPolicy,
-  createToolGateWorker,
   createToolRegistry,
   openSqliteAuditStore,
+  resolveConfig,
+  startToolGateWorker,
   ToolGateClient,
 } from '../../src/index';
+import { prebuildWorkflowBundle } from '../../src/workflow-bundle';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import { createTestTools } from './test-tool-implementations';
@@ -53,7 +55,13 @@ export interface ToolGateHarness {
    * Stops the worker and starts a new one on the same task queue (calls in flight continue on it);
    * `whileStopped` runs in between, so what it sends waits for the new worker.
    */
-  restartWorker(whileStopped?: () => Promise<void>): Promise<void>;
+  restartWorker(
+    whileStopped?: () => Promise<void>,
+    options?: {
+      /** The new worker's tools instead of the current ones (a deploy that changes contracts). */
+      tools?: (current: readonly ImplementedTool[]) => ImplementedTool[];
+    },
+  ): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -63,7 +71,7 @@ let runtimeInstalled = false;
 export async function startHarness(input: {
   address: string;
   policy?: PolicyFileInput;
-  /** Run the worker with this workflows module instead of the tests' own. */
+  /** Run the worker with a bundle of this workflows module instead of toolgate's own (it must export toolgate's workflows too). */
   workflowsPath?: string;
   /** Reuse this task queue (e.g. to restart a worker for the same calls). */
   taskQueue?: string;
@@ -138,36 +146,56 @@ export async function startHarness(input: {
       privateKey: readPrivateKey(minterKeys.privateKey),
       policy: () => minterPolicy,
     });
-    const tools = [
+    let tools: readonly ImplementedTool[] = [
       ...createOrdersTools({
         ordersUrl: orders.url,
         ...(input.ordersApi ? { api: input.ordersApi(orders.api) } : {}),
       }),
       ...createTestTools(),
     ];
+    // The harness's deployment, as a user's config would name it: fast retries so retry exhaustion
+    // takes milliseconds, and sessions that continue as new after 6 admissions, so tests cross it.
+    const config = resolveConfig({
+      source: join(directory, 'toolgate.config.ts'),
+      config: {
+        tools: contracts,
+        policyPath,
+        keysDirectory,
+        auditPath: join(directory, 'audit.sqlite'),
+        implementations: () => tools,
+        retry: { maximumAttempts: 3, initialIntervalMs: 20, maximumIntervalMs: 100, attemptTimeoutMs: 3_000 },
+        session: { continueAsNewAfter: 6 },
+      },
+    });
+    const workflowBundle = input.workflowsPath
+      ? prebuildWorkflowBundle({
+          workflowsPath: input.workflowsPath,
+          outFile: join(directory, 'workflows.js'),
+        })
+      : undefined;
     const startWorker = async (): Promise<() => Promise<void>> => {
-      const worker: Worker = await createToolGateWorker({
+      const started = await startToolGateWorker({
+        config,
+        target: { address: input.address, taskQueue },
         connection: nativeConnection,
-        taskQueue,
-        workflowsPath: input.workflowsPath ?? join(__dirname, 'test-workflows.ts'),
-        tools,
-        policy,
         audit,
         minter,
+        ...(workflowBundle ? { workflowBundle } : {}),
       });
-      const running = worker.run();
+      const running = started.run();
       return async () => {
-        worker.shutdown();
+        await started.stop();
         await running;
       };
     };
     let stopWorker = await startWorker();
     cleanups.push(() => stopWorker());
-    const restartWorker = async (whileStopped?: () => Promise<void>): Promise<void> => {
+    const restartWorker: ToolGateHarness['restartWorker'] = async (whileStopped, options) => {
       await stopWorker();
       try {
         await whileStopped?.();
       } finally {
+        if (options?.tools) tools = options.tools(tools);
         stopWorker = await startWorker();
       }
     };

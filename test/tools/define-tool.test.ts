@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineToolContract, ToolDefinitionError } from '../../src/definitions';
+import { defineToolContract, ToolDefinitionError } from 'toolgate';
 import { defineToolImplementation } from '../../src/index';
 import { declaresDomainCode } from '../../src/tools/define-tool';
 import { createToolRegistry } from '../../src/tools/tool-registry';

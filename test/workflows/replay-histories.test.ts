@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { workflowBundlerOptions } from '../../src/workflow-bundle';
+import { toolGateWorkflowBundle } from '../../src/workflow-bundle';
 
 const directory = join(__dirname, '..', 'histories');
 const files = readdirSync(directory).filter((file) => file.endsWith('.history.bin'));
@@ -22,8 +22,8 @@ describe('recorded histories of representative calls', () => {
     let replayed = 0;
     for await (const result of Worker.runReplayHistories(
       {
-        workflowsPath: join(__dirname, '..', 'support', 'test-workflows.ts'),
-        bundlerOptions: workflowBundlerOptions,
+        // The very bundle workers load: toolgate's workflows, with no user code in them.
+        workflowBundle: toolGateWorkflowBundle(),
         // The workflows call the audit sinks; replay never runs them, but they must be registered.
         sinks: {
           audit: {

@@ -1,7 +1,5 @@
-import { verifyCredential } from '../../../src/keys/credential-token';
-import type { CredentialRefusal } from '../../../src/keys/credential-token';
-import { maxCredentialSeconds } from '../../../src/shared/approval';
-import { digestOf } from '../../../src/shared/canonical-json';
+import { digestOf, maxCredentialSeconds, verifyCredential } from 'toolgate/backend';
+import type { CredentialRefusal } from 'toolgate/backend';
 import type { OrdersDatabase } from './orders-database';
 import type { CredentialCheck, CredentialVerdict, VerifyCredential } from './orders-service';
 
@@ -11,7 +9,7 @@ const TOOL_OF_OPERATION: Record<CredentialCheck['operation'], string> = {
 };
 
 // 401: no usable credential (send one); 403: a genuine credential that does not allow this request.
-// A Record, so a refusal code added to credential-token.ts fails the type check until it is mapped here.
+// A Record, so a refusal code added to toolgate's CredentialRefusal fails the type check until it is mapped here.
 const REFUSALS: Record<CredentialRefusal, { status: 401 | 403; advice: string }> = {
   CREDENTIAL_MISSING: {
     status: 401,

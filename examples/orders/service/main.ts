@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { readPublicKeyHex } from '../../../src/keys/key-files';
+import { readPublicKeyHex } from 'toolgate/backend';
 import { startOrdersService } from './orders-service';
 
 const USAGE = [

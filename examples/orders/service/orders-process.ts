@@ -40,7 +40,17 @@ export async function startOrdersProcess({
 } = {}): Promise<OrdersProcess> {
   const directory = databasePath ? undefined : mkdtempSync(join(tmpdir(), 'toolgate-orders-'));
   const database = databasePath ?? join(directory!, 'orders.sqlite');
-  const args = ['--import', 'tsx', MAIN_PATH, '--port', String(port), '--db', database];
+  // The source condition resolves `toolgate/backend` to src/, as in every process this repository runs.
+  const args = [
+    '--conditions=toolgate-source',
+    '--import',
+    'tsx',
+    MAIN_PATH,
+    '--port',
+    String(port),
+    '--db',
+    database,
+  ];
   if (testMode) args.push('--test-mode');
   // The child exits when our end of its stdin closes, so it never outlives us, even on SIGKILL.
   args.push('--exit-with-parent');

@@ -1,0 +1,189 @@
+import { verifyWithNode } from '../keys/key-files';
+import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
+import { evaluatePolicy } from '../policy/evaluate-policy';
+import type {
+  CallEvaluation,
+  EvaluationRefusal,
+  SignedProposal,
+  ToolCapabilities,
+} from '../shared/call-evaluation';
+import { digestOf } from '../shared/canonical-json';
+import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
+import {
+  argumentsTooLargeMessage,
+  argumentsUnreadableMessage,
+  callIdMismatchMessage,
+  sessionRequiredMessage,
+  toolNotAllowedMessage,
+  unauthenticatedMessage,
+  unknownToolMessage,
+} from '../shared/model-messages';
+import { ownValue } from '../shared/own-records';
+import { deriveCallId, parseArguments } from '../shared/proposal';
+import type { AnyToolContract, ExecutionRetry } from '../tools/define-tool';
+import type { ToolRegistry } from '../tools/tool-registry';
+import { validateArguments } from '../tools/validate-arguments';
+
+/** What the evaluation reads: the deployment's contracts, its policy now, and what its implementations can do. */
+export interface EvaluationContext {
+  registry: ToolRegistry;
+  policy: LoadedPolicy;
+  capabilities: Readonly<Record<string, ToolCapabilities>>;
+  retry: ExecutionRetry;
+}
+
+/**
+ * Steps 1 to 5 of DESIGN.md's pipeline for one proposal, in the worker: the signature, the tool and
+ * the caller's allowlist, the call id, parsing, the schema, the risk level and the caller's policy.
+ * Pure apart from reading the context; the call workflow records its answer and runs on it.
+ */
+export function evaluateCall(input: {
+  context: EvaluationContext;
+  check: SignedProposal;
+  /** Whether the proposal's session admitted it for this call (asked only for a signed proposal). */
+  admitted: (check: SignedProposal) => boolean;
+}): CallEvaluation {
+  const { context, check } = input;
+  const { proposal, callId } = check;
+  const snapshot = context.policy.snapshotFor(proposal.caller);
+  const record = {
+    policyVersion: snapshot.version,
+    callerKeyHex: snapshot.callerKeyHex,
+    authenticated: isSigned({ snapshot, check }),
+    approvers: snapshot.approvers,
+  };
+  const refuse = (refusal: EvaluationRefusal, extra: Partial<CallEvaluation> = {}): CallEvaluation => ({
+    ...record,
+    ...extra,
+    ok: false,
+    refusal,
+  });
+  if (!record.authenticated) {
+    return refuse({ code: 'UNAUTHENTICATED_CALLER', message: unauthenticatedMessage(proposal) });
+  }
+
+  if (!input.admitted(check)) {
+    return refuse({ code: 'SESSION_REQUIRED', message: sessionRequiredMessage(proposal) });
+  }
+
+  const available = snapshot.callerPolicy?.tools ?? [];
+  const contract = proposal.toolNameTruncated ? undefined : context.registry.get(proposal.tool);
+  if (!contract) {
+    return refuse({
+      code: 'UNKNOWN_TOOL',
+      message: unknownToolMessage({ tool: proposal.tool, available }),
+      data: { available },
+    });
+  }
+  if (!available.includes(contract.name)) {
+    return refuse({
+      code: 'TOOL_NOT_ALLOWED',
+      message: toolNotAllowedMessage({ tool: contract.name, available }),
+      data: { available },
+    });
+  }
+  // The workflow ID is the idempotency key: refuse a run started under an ID that is not this proposal's key.
+  if (deriveCallId({ proposal, idempotencyFields: contract.idempotencyFields }) !== callId) {
+    return refuse({ code: 'IDEMPOTENCY_CONFLICT', message: callIdMismatchMessage });
+  }
+
+  if (proposal.argumentsTooLarge) {
+    const message = argumentsTooLargeMessage({
+      bytes: proposal.argumentsTooLarge.bytes,
+      tool: contract.name,
+    });
+    return refuse({ code: 'INVALID_JSON', message });
+  }
+  if (proposal.argumentsUnreadable !== undefined) {
+    const message = argumentsUnreadableMessage({
+      problem: proposal.argumentsUnreadable,
+      tool: contract.name,
+    });
+    return refuse({ code: 'INVALID_JSON', message });
+  }
+  const parsed = parseArguments(proposal.rawArguments);
+  if (!parsed.ok) return refuse({ code: 'INVALID_JSON', message: parsed.message });
+
+  const validation = validateArguments({ contract, value: parsed.value });
+  if (!validation.success) {
+    return refuse({
+      code: 'INVALID_ARGUMENTS',
+      message: validation.message,
+      data: { issues: validation.issues },
+    });
+  }
+  const args = validation.args;
+  const summary = summaryOf({ contract, args });
+
+  const callerPolicy = snapshot.callerPolicy ?? { publicKey: '', tools: [], autonomy: 'read' as const };
+  const verdict = evaluatePolicy({ contract, args, caller: proposal.caller, callerPolicy });
+  const judged = { args, summary, riskLevel: verdict.riskLevel };
+  if (!verdict.allowed) {
+    return refuse({ code: verdict.code, message: verdict.message, data: verdict.data }, judged);
+  }
+  const level = verdict.riskLevel;
+  const quorum = callerPolicy.approval?.quorum?.[level] ?? 1;
+  const windowValue = callerPolicy.approval?.windows?.[level];
+  return {
+    ...record,
+    ...judged,
+    ok: true,
+    call: {
+      tool: contract.name,
+      effect: contract.effect,
+      args,
+      summary,
+      riskLevel: level,
+      contractDigest: contractDigestOf({ contract, registry: context.registry }),
+      capabilities: ownValue(context.capabilities, contract.name) ?? {
+        check: true,
+        preview: true,
+        verify: true,
+      },
+      retry: { ...context.retry, ...contract.retry },
+      ...(verdict.needsApproval
+        ? {
+            approval: {
+              quorum,
+              windowMs: windowValue === undefined ? defaultApprovalWindowMs : durationMs(windowValue),
+              rule:
+                `${contract.name} at risk level "${level}" is above ${proposal.caller}'s autonomy ` +
+                `("${callerPolicy.autonomy}"): approval by ${quorum} approver(s) granted "${level}"`,
+            },
+          }
+        : {}),
+    },
+  };
+}
+
+/** The contract a call is judged by, as a digest: what the model sees, the effect, the codes and the key fields. */
+function contractDigestOf(input: { contract: AnyToolContract; registry: ToolRegistry }): string {
+  const { contract } = input;
+  const [definition] = input.registry.definitions({ only: [contract.name] });
+  return digestOf({
+    definition: definition ?? null,
+    effect: contract.effect,
+    domainCodes: contract.domainCodes,
+    idempotencyFields: contract.idempotencyFields ?? null,
+  });
+}
+
+function summaryOf(input: { contract: AnyToolContract; args: Record<string, unknown> }): string {
+  try {
+    return input.contract.summarize(input.args);
+  } catch {
+    return input.contract.name;
+  }
+}
+
+/** Whether the proposal is signed with the caller's key; checked natively. */
+export function isSigned(input: { snapshot: CallerPolicySnapshot; check: SignedProposal }): boolean {
+  const { snapshot, check } = input;
+  if (!snapshot.callerKeyHex || check.signature === undefined) return false;
+  return verifyWithNode({
+    kind: 'proposal',
+    value: { callId: check.callId, proposal: check.proposal },
+    signature: check.signature,
+    publicKeyHex: snapshot.callerKeyHex,
+  });
+}

@@ -1,0 +1,101 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { ToolGateClient } from '../client';
+import { loadConfig } from '../config';
+import type { LoadedConfig } from '../config';
+import type { KeyOwner } from '../keys/key-files';
+import { keyPaths, readPrivateKey } from '../keys/key-files';
+import { loadPolicyFile } from '../policy/load-policy';
+import { defaultTaskQueue } from '../shared/temporal';
+import { createToolRegistry } from '../tools/tool-registry';
+
+/** Where output goes; tests pass their own. */
+export interface CliOutput {
+  out: (text: string) => void;
+  error: (text: string) => void;
+}
+
+/** The options every command takes; declared once, on the program, and read with `optsWithGlobals()`. */
+export type GlobalOptions = {
+  config?: string;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  json?: boolean;
+};
+
+/** What a command's action shares with `main`: where to write, what stops it, and its exit code. */
+export interface CliContext {
+  output: CliOutput;
+  /** Aborting it ends a command that stays up (`dev`) as SIGINT would. */
+  signal: AbortSignal | undefined;
+  /** The exit code `main` resolves to; set by the action that ran. */
+  exitCode: number;
+}
+
+/** Wraps a command body as a commander action: the number it returns becomes `main`'s exit code. */
+export function commandAction<Args extends unknown[]>(
+  context: CliContext,
+  body: (...args: Args) => number | Promise<number>,
+): (...args: Args) => Promise<void> {
+  return async (...args) => {
+    context.exitCode = await body(...args);
+  };
+}
+
+/** The Temporal address as given by flag or environment, for messages written before a config loads. */
+export function addressOf(options: GlobalOptions): string {
+  return options.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+}
+
+/** Address, namespace and task queue: the flag, else the environment, else the config, else the default. */
+export function connectionSettings(options: GlobalOptions, config: LoadedConfig) {
+  return {
+    address: options.address ?? process.env.TEMPORAL_ADDRESS ?? config.temporal?.address ?? '127.0.0.1:7233',
+    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? config.temporal?.namespace ?? 'default',
+    taskQueue:
+      options.taskQueue ?? process.env.TOOLGATE_TASK_QUEUE ?? config.temporal?.taskQueue ?? defaultTaskQueue,
+  };
+}
+
+/** Loads the config named by `--config` or TOOLGATE_CONFIG, else `./toolgate.config.ts` (or `.js`). */
+export function configOf(options: GlobalOptions): LoadedConfig {
+  const explicit = options.config ?? process.env.TOOLGATE_CONFIG;
+  if (explicit) return loadConfig({ path: explicit });
+  const candidates = ['toolgate.config.ts', 'toolgate.config.js'].map((name) => resolve(name));
+  return loadConfig({ path: candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]! });
+}
+
+/** Runs `use` with a client for the configured tools and policy; closes the connection either way. */
+export async function withClient<T>(
+  options: GlobalOptions,
+  use: (client: ToolGateClient) => Promise<T>,
+): Promise<T> {
+  const config = configOf(options);
+  const settings = connectionSettings(options, config);
+  const registry = createToolRegistry({ tools: config.tools });
+  const policy = loadPolicyFile({ path: config.policyPath, registry, keysDirectory: config.keysDirectory });
+  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  try {
+    const client = new ToolGateClient({
+      client: new Client({ connection, namespace: settings.namespace }),
+      tools: config.tools,
+      taskQueue: settings.taskQueue,
+      policy,
+      callerKey: (caller) => privateKeyOf({ config, owner: { kind: 'caller', name: caller } }),
+    });
+    return await use(client);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The owner's private key from the config's keys directory, or undefined when it cannot be read. */
+export function privateKeyOf(input: { config: LoadedConfig; owner: KeyOwner }) {
+  try {
+    return readPrivateKey(keyPaths({ directory: input.config.keysDirectory, owner: input.owner }).privateKey);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * What the worker's contract evaluation answers for one proposal (DESIGN.md steps 1 to 5), recorded in
+ * the call's history by one local activity. The call workflow orchestrates on this record and never
+ * runs tool code itself, so a deploy that changes a schema or a risk function cannot change what a
+ * waiting call does on replay. Types only; shared by the workflow and the worker.
+ */
+import type { ApproverView } from '../policy/load-policy';
+import type { EffectKind, ExecutionRetry } from '../tools/define-tool';
+import type { RiskLevel } from '../tools/risk-levels';
+import type { Proposal } from './proposal';
+
+/** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
+export interface ToolCapabilities {
+  check: boolean;
+  preview: boolean;
+  verify: boolean;
+}
+
+/** A proposal as the worker evaluates it: the signature covers `{ callId, proposal }`. */
+export interface SignedProposal {
+  /** The proposal's id, under which its session admitted it. */
+  proposalId?: string;
+  callId: string;
+  proposal: Proposal;
+  signature?: string;
+}
+
+/** The human approval a call needs, from the caller's policy, computed once. */
+export interface ApprovalRequirement {
+  quorum: number;
+  windowMs: number;
+  /** Why, in words, for approvers: the policy rule that asked for it. */
+  rule: string;
+}
+
+/** A call that passed steps 1 to 5: what the workflow needs to run the rest. */
+export interface EvaluatedCall {
+  tool: string;
+  effect: EffectKind;
+  args: Record<string, unknown>;
+  summary: string;
+  riskLevel: RiskLevel;
+  /** SHA-256 of the contract the call was judged by (definition, effect, codes, key fields). */
+  contractDigest: string;
+  capabilities: ToolCapabilities;
+  retry: ExecutionRetry;
+  /** Present when the risk level is above the caller's autonomy. */
+  approval?: ApprovalRequirement;
+}
+
+/** Where the pipeline stopped, with the model's answer; `data` for the model to act on. */
+export interface EvaluationRefusal {
+  code: string;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+/** What every evaluation records, whatever it decided. */
+interface EvaluationRecord {
+  policyVersion: string;
+  /** The caller's public key (raw hex), so proposals that join the call are checked with it. */
+  callerKeyHex: string | null;
+  /** Whether the proposal is signed with the caller's key: only then is the outcome reported to the session. */
+  authenticated: boolean;
+  /** Every approver's key and grants, for the decision validator. */
+  approvers: Record<string, ApproverView>;
+  /** Set once the arguments validated (also on a policy refusal, for the audit record). */
+  args?: Record<string, unknown>;
+  riskLevel?: RiskLevel;
+  /** The tool's one-line summary of the call, once its arguments validated. */
+  summary?: string;
+}
+
+/** The evaluation: the call goes on, or stops with a refusal. */
+export type CallEvaluation = EvaluationRecord &
+  ({ ok: true; call: EvaluatedCall } | { ok: false; refusal: EvaluationRefusal });
+
+/**
+ * What the worker found under a call's key after the execution's retries ran out, already checked
+ * against the contract: applied (output within its contract), refused (a declared domain code), not
+ * seen, or an answer that breaks the contract (the tool's bug).
+ */
+export type LookupAnswer =
+  | { status: 'applied'; output: unknown }
+  | { status: 'refused'; code: string; message: string; data?: Record<string, unknown> }
+  | { status: 'not-seen' }
+  | { status: 'broken'; problem: 'output-contract' | 'undeclared-code' };

@@ -1,0 +1,131 @@
+import { NativeConnection } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
+import { openSqliteAuditStore } from './audit/audit-store';
+import type { AuditStore } from './audit/audit-store';
+import type { LoadedConfig } from './config';
+import { createCredentialMinter } from './keys/credential-minter';
+import type { CredentialMinter } from './keys/credential-minter';
+import { keyPaths, readPrivateKey } from './keys/key-files';
+import { loadPolicyFile } from './policy/load-policy';
+import type { LoadedPolicy } from './policy/load-policy';
+import { defaultTaskQueue } from './shared/temporal';
+import { createToolRegistry } from './tools/tool-registry';
+import type { ToolGateWorkerOptions } from './worker';
+import { createToolGateWorker } from './worker';
+
+/** Where a worker connects: each field overrides the config's `temporal` section. */
+export interface WorkerTarget {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+}
+
+/** A started worker with what it assembled; `run()` polls until shutdown, `stop()` ends it and closes the rest. */
+export interface ToolGateWorkerHandle {
+  worker: Worker;
+  policy: LoadedPolicy;
+  audit: AuditStore;
+  minter?: CredentialMinter;
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** Runs the worker until it shuts down (SIGINT/SIGTERM, or `stop()`), then closes what it opened. */
+  run(): Promise<void>;
+  /** Shuts the worker down, waits for it, and closes what it opened. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The one place a worker is assembled from a config: the tools' registry and implementations, the
+ * policy, the keys and the credential minter (when the minter key exists), the audit store and the
+ * worker. The CLI, `npm start`, the bench and the test harness all start workers through it.
+ */
+export async function startToolGateWorker(input: {
+  config: LoadedConfig;
+  target?: WorkerTarget;
+  /** A policy file other than the config's (e.g. a stricter one for a demo). */
+  policyPath?: string;
+  /** An open connection to reuse (it stays open after `stop()`); otherwise one is opened. */
+  connection?: NativeConnection;
+  /** An open audit store to share (it stays open after `stop()`); otherwise the config's is opened. */
+  audit?: AuditStore;
+  /** Another minter than the one made from the keys directory (`null`: writes carry no credential). */
+  minter?: CredentialMinter | null;
+  tuning?: ToolGateWorkerOptions['tuning'];
+  workflowBundle?: ToolGateWorkerOptions['workflowBundle'];
+}): Promise<ToolGateWorkerHandle> {
+  const { config } = input;
+  const address = input.target?.address ?? config.temporal?.address ?? '127.0.0.1:7233';
+  const namespace = input.target?.namespace ?? config.temporal?.namespace ?? 'default';
+  const taskQueue = input.target?.taskQueue ?? config.temporal?.taskQueue ?? defaultTaskQueue;
+  const registry = createToolRegistry({ tools: config.tools });
+  const policy = loadPolicyFile({
+    path: input.policyPath ?? config.policyPath,
+    registry,
+    keysDirectory: config.keysDirectory,
+  });
+  const tools = await config.implementations();
+  const closers: (() => unknown)[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.splice(0).reverse()) await close();
+  };
+  try {
+    const audit = input.audit ?? openSqliteAuditStore({ path: config.auditPath });
+    if (!input.audit) closers.push(() => audit.close());
+    const connection = input.connection ?? (await NativeConnection.connect({ address }));
+    if (!input.connection) closers.push(() => connection.close());
+    const minter =
+      input.minter === undefined ? minterFromKeys({ config, policy }) : (input.minter ?? undefined);
+    const worker = await createToolGateWorker({
+      connection,
+      namespace,
+      taskQueue,
+      tools,
+      policy,
+      audit,
+      ...(minter ? { minter } : {}),
+      ...(config.retry ? { retry: config.retry } : {}),
+      ...(config.session ? { session: config.session } : {}),
+      ...(input.tuning ? { tuning: input.tuning } : {}),
+      ...(input.workflowBundle ? { workflowBundle: input.workflowBundle } : {}),
+    });
+    let running: Promise<void> | undefined;
+    const run = (): Promise<void> => {
+      running ??= worker.run().finally(closeAll);
+      return running;
+    };
+    return {
+      worker,
+      policy,
+      audit,
+      ...(minter ? { minter } : {}),
+      address,
+      namespace,
+      taskQueue,
+      run,
+      stop: async () => {
+        if (!running) {
+          await closeAll();
+          return;
+        }
+        worker.shutdown();
+        await running;
+      },
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/** The worker's credential minter, when the minter key exists in the keys directory. */
+function minterFromKeys(input: { config: LoadedConfig; policy: LoadedPolicy }): CredentialMinter | undefined {
+  const path = keyPaths({ directory: input.config.keysDirectory, owner: { kind: 'minter' } }).privateKey;
+  let privateKey;
+  try {
+    privateKey = readPrivateKey(path);
+  } catch {
+    return undefined;
+  }
+  return createCredentialMinter({ privateKey, policy: () => input.policy });
+}

@@ -1,0 +1,278 @@
+import {
+  ApplicationFailure,
+  condition,
+  currentUpdateInfo,
+  proxySinks,
+  setHandler,
+} from '@temporalio/workflow';
+import type { ExecutionApproval } from '../keys/credential-minter';
+import type { ApproverView } from '../policy/load-policy';
+import type { SignedDecision } from '../shared/approval';
+import { approvalNonce } from '../shared/approval';
+import type { ApprovalRequirement } from '../shared/call-evaluation';
+import { digestOf } from '../shared/canonical-json';
+import type { DecisionRefusalCode } from '../shared/codes';
+import { isSignedDecision, judgeDecision } from '../shared/decision-rules';
+import type {
+  ApprovalState,
+  ApprovalView,
+  CallState,
+  DecisionReceipt,
+  ToolGateSinks,
+} from '../shared/temporal';
+import { decideUpdate } from '../shared/temporal';
+import type { RiskLevel } from '../tools/risk-levels';
+
+/** How an approval ended: approved (what the minter gets), or why the call stops. */
+export type ApprovalOutcome<Stop> =
+  | { ok: true; approval: ExecutionApproval }
+  | { ok: false; ended: 'expired'; expiresAt: string }
+  | { ok: false; ended: 'denied'; approver: string; reason: string }
+  | { ok: false; ended: 'stopped'; stop: Stop };
+
+/** One round: the preview an approver signs for, the decisions taken, its expiry. */
+class ApprovalRound {
+  readonly nonce: string;
+  readonly previewDigest: string;
+  readonly expiresAtMs: number;
+  state: ApprovalView['state'] = 'pending';
+  readonly approvals: string[] = [];
+  readonly accepted: SignedDecision[] = [];
+  readonly usedSignatures: string[] = [];
+  denial?: { approver: string; reason: string };
+
+  constructor(
+    readonly number: number,
+    readonly runId: string,
+    readonly argsDigest: string,
+    readonly preview: Record<string, unknown>,
+    readonly riskLevel: RiskLevel,
+    readonly quorum: number,
+    windowMs: number,
+  ) {
+    this.previewDigest = digestOf(preview);
+    this.nonce = approvalNonce({ runId, round: number, previewDigest: this.previewDigest });
+    this.expiresAtMs = Date.now() + windowMs;
+  }
+
+  get expiresAt(): string {
+    return new Date(this.expiresAtMs).toISOString();
+  }
+
+  get decided(): boolean {
+    return this.denial !== undefined || this.approvals.length >= this.quorum;
+  }
+
+  /** Applies an accepted decision: a denial ends the round, approvals count towards the quorum. */
+  apply(decision: SignedDecision): DecisionReceipt {
+    this.usedSignatures.push(decision.signature);
+    const { envelope } = decision;
+    if (envelope.decision === 'deny') {
+      this.denial = { approver: envelope.approver, reason: envelope.reason };
+      this.state = 'denied';
+    } else {
+      this.approvals.push(envelope.approver);
+      this.accepted.push(decision);
+      if (this.approvals.length >= this.quorum) this.state = 'approved';
+    }
+    return { accepted: true, state: this.state, approvals: [...this.approvals], quorum: this.quorum };
+  }
+
+  view(): ApprovalView {
+    return {
+      round: this.number,
+      nonce: this.nonce,
+      runId: this.runId,
+      argsDigest: this.argsDigest,
+      previewDigest: this.previewDigest,
+      preview: this.preview,
+      riskLevel: this.riskLevel,
+      quorum: this.quorum,
+      approvals: [...this.approvals],
+      expiresAt: this.expiresAt,
+      state: this.state,
+    };
+  }
+}
+
+/**
+ * A call's human approval (DESIGN.md step 7): rounds, each bound to the run, a nonce and the digests
+ * of the arguments and of the preview the approvers read; the decision validator; quorum, denial and
+ * expiry; and a new round when the world changed while the call waited (the re-checked preview
+ * differs from the approved one). Decisions that do not hold are refused by the update's validator
+ * with their decision code and leave no trace in history; the sink audits them.
+ */
+export class CallApprovals {
+  private round?: ApprovalRound;
+  private readonly sinks = proxySinks<ToolGateSinks>();
+
+  constructor(
+    private readonly call: {
+      callId: string;
+      runId: string;
+      caller: string;
+      /** The call's queryable state: the round's view and the accepted decisions are kept there. */
+      state: CallState;
+      /** Every approver's key and grants, as recorded by the call's evaluation. */
+      approvers: () => Record<string, ApproverView> | undefined;
+      /** Writes the `ApprovalState` search attribute. */
+      onStateChange: (state: ApprovalState) => void;
+    },
+  ) {
+    setHandler(decideUpdate, (decision) => this.decide(decision), {
+      validator: (decision: SignedDecision) => this.validate(decision),
+    });
+  }
+
+  /**
+   * Asks for approval until a round is approved with the same preview that would now run, or the
+   * call stops. `preview` and `recheck` are the pipeline's own steps; `onOpen` tells the agent.
+   */
+  async obtain<Stop>(input: {
+    requirement: ApprovalRequirement;
+    riskLevel: RiskLevel;
+    args: Record<string, unknown>;
+    preview: () => Promise<{ ok: true; preview: Record<string, unknown> } | { ok: false; stop: Stop }>;
+    recheck: () => Promise<Stop | undefined>;
+    onOpen: (round: ApprovalView) => void;
+  }): Promise<ApprovalOutcome<Stop>> {
+    const { requirement } = input;
+    const argsDigest = digestOf(input.args);
+    let previewed = await input.preview();
+    for (let number = 1; ; number++) {
+      if (!previewed.ok) return { ok: false, ended: 'stopped', stop: previewed.stop };
+      const round = new ApprovalRound(
+        number,
+        this.call.runId,
+        argsDigest,
+        previewed.preview,
+        input.riskLevel,
+        requirement.quorum,
+        requirement.windowMs,
+      );
+      this.open(round);
+      input.onOpen(round.view());
+      const decided = await condition(() => round.decided, requirement.windowMs);
+      this.round = undefined;
+      if (!decided) {
+        this.settle(round, 'expired');
+        return { ok: false, ended: 'expired', expiresAt: round.expiresAt };
+      }
+      if (round.denial) {
+        this.settle(round, 'denied');
+        return { ok: false, ended: 'denied', ...round.denial };
+      }
+      this.settle(round, 'approved');
+      // Step 7b: the world may have changed while the call waited: check and preview again.
+      const stop = await input.recheck();
+      if (stop !== undefined) return { ok: false, ended: 'stopped', stop };
+      previewed = await input.preview();
+      if (previewed.ok && digestOf(previewed.preview) === round.previewDigest) {
+        return {
+          ok: true,
+          approval: {
+            round: round.number,
+            nonce: round.nonce,
+            previewDigest: round.previewDigest,
+            decisions: round.accepted,
+          },
+        };
+      }
+      // The approvers approved something else than what would now run: a new round.
+    }
+  }
+
+  private open(round: ApprovalRound): void {
+    this.round = round;
+    this.call.state.approval = round.view();
+    this.call.state.stage = 'awaiting-approval';
+    this.call.onStateChange('pending');
+  }
+
+  private settle(round: ApprovalRound, state: 'expired' | 'denied' | 'approved'): void {
+    round.state = state;
+    this.call.state.approval = round.view();
+    this.call.onStateChange(state);
+  }
+
+  private decide(decision: SignedDecision): Promise<DecisionReceipt> {
+    const round = this.round;
+    if (!round) throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
+    const receipt = round.apply(decision);
+    this.record({ decision, outcome: 'accepted', round: round.number });
+    this.call.state.approval = round.view();
+    return Promise.resolve(receipt);
+  }
+
+  /** The update's validator: round state first, then the decision rules shared with the minter. */
+  private validate(decision: SignedDecision): void {
+    const round = this.round;
+    if (!isSignedDecision(decision)) {
+      throw this.refuse({ decision, code: 'SIGNATURE_INVALID', reason: 'not a signed decision' });
+    }
+    if (!round) {
+      const expired = this.call.state.approval?.state === 'expired';
+      throw this.refuse({
+        decision,
+        code: expired ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED',
+        reason: expired ? 'the approval window has closed' : 'this call has no open approval',
+      });
+    }
+    if (Date.now() >= round.expiresAtMs) {
+      throw this.refuse({ decision, code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' });
+    }
+    if (round.decided) {
+      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'this round is already decided' });
+    }
+    const judgement = judgeDecision({
+      decision,
+      round: {
+        callId: this.call.callId,
+        runId: round.runId,
+        nonce: round.nonce,
+        argsDigest: round.argsDigest,
+        previewDigest: round.previewDigest,
+        riskLevel: round.riskLevel,
+        caller: this.call.caller,
+      },
+      approvers: this.call.approvers(),
+      decidedBy: { signatures: round.usedSignatures, approvers: round.approvals },
+    });
+    if (!judgement.ok) throw this.refuse({ decision, code: judgement.code, reason: judgement.reason });
+  }
+
+  private refuse(input: { decision: SignedDecision; code: DecisionRefusalCode; reason: string }): Error {
+    this.record({ decision: input.decision, outcome: input.code, round: this.round?.number ?? 0 });
+    return ApplicationFailure.create({
+      type: input.code,
+      message: `${input.code}: ${input.reason}`,
+      nonRetryable: true,
+    });
+  }
+
+  /** Accepted decisions join the call's state; every attempt goes to the audit sink (not during replay). */
+  private record(input: { decision: SignedDecision; outcome: string; round: number }): void {
+    const envelope = input.decision?.envelope;
+    const approver = typeof envelope?.approver === 'string' ? envelope.approver : '(unknown)';
+    const decision = typeof envelope?.decision === 'string' ? envelope.decision : '(none)';
+    if (input.outcome === 'accepted') {
+      this.call.state.decisions.push({
+        approver,
+        decision: envelope.decision,
+        reason: typeof envelope.reason === 'string' ? envelope.reason : '',
+        round: input.round,
+        outcome: input.outcome,
+        at: new Date(Date.now()).toISOString(),
+      });
+    }
+    this.sinks.audit.decisionAttempt({
+      updateId: currentUpdateInfo()?.id ?? '(none)',
+      callId: this.call.callId,
+      runId: this.call.runId,
+      approver,
+      decision,
+      outcome: input.outcome,
+      envelope: envelope ?? null,
+    });
+  }
+}

@@ -1,0 +1,3 @@
+// The workflows every toolgate worker runs: no user code, so the package ships them prebuilt.
+export { toolCall } from './tool-call';
+export { toolSession } from './session';
