@@ -11,10 +11,17 @@ const nodeBuiltins = builtinModules.filter((name) => !name.startsWith('_'));
 const workflowSandboxMessage =
   'Workflow code runs in the deterministic sandbox: do I/O in an activity and import activities as types only.';
 
+// Outside src/ (examples, bench, tests, scripts, root configs) code uses toolgate as a user does: through
+// its public entries, which resolve to src/ here by the source condition. A unit test that needs a
+// module's internals sits next to it in src/.
+const publicEntriesMessage =
+  "import toolgate's public entries ('toolgate', 'toolgate/backend', 'toolgate/testing'), as a user does";
+
 export default defineConfig(
   {
     ignores: ['node_modules/', '.toolgate/', 'test-results/', 'dist/', 'coverage/', 'bench/results.json'],
   },
+  { ignores: ['test/package/ticketing/'] }, // a project of its own, checked by test/package/packed-package.test.ts
   js.configs.recommended,
   {
     files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
@@ -61,6 +68,16 @@ export default defineConfig(
       // Implementations of async interfaces often have nothing to await; that is not a bug.
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['examples/**/*.ts', 'bench/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts', '*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        // Any relative path into src/: `../src/index`, `../../src/shared/session`, `./src/config`.
+        { patterns: [{ regex: '^(\\.\\.?/)+src(/|$)', message: publicEntriesMessage }] },
+      ],
     },
   },
   {

@@ -5,7 +5,8 @@ export default defineConfig({
   // Vite adds this to its server conditions; vitest also passes it to its workers as --conditions.
   ssr: { resolve: { conditions: ['toolgate-source'] } },
   test: {
-    include: ['test/**/*.test.ts'],
+    // Unit tests sit next to their module in src/; test/ holds the tests that use toolgate from outside.
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     // One Temporal dev server for the whole run; tests reach it through test/support/temporal.ts.
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,

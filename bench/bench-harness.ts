@@ -13,16 +13,18 @@ import { Client, Connection } from '@temporalio/client';
 import { ordersContracts } from '../examples/orders/orders-contracts';
 import type { OrdersProcess } from '../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../examples/orders/service/orders-process';
-import { ApprovalAdmin } from '../src/admin/approvals';
-import type { AuditStore } from '../src/audit/audit-store';
-import { openSqliteAuditStore } from '../src/audit/audit-store';
-import { ToolGateClient } from '../src/client';
-import { prepareNamespace, startDevServer } from '../src/dev/dev-server';
-import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../src/keys/key-files';
-import type { LoadedPolicy } from '../src/policy/load-policy';
-import { checkPolicy } from '../src/policy/load-policy';
-import type { ToolRegistry } from '../src/tools/tool-registry';
-import { createToolRegistry } from '../src/tools/tool-registry';
+import type { AuditStore, LoadedPolicy, ToolRegistry } from 'toolgate';
+import {
+  ApprovalAdmin,
+  checkPolicy,
+  createToolRegistry,
+  generateKeyPairFiles,
+  keyPaths,
+  openSqliteAuditStore,
+  readPrivateKey,
+  ToolGateClient,
+} from 'toolgate';
+import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import type { CleanupStack } from './cleanup-stack';
 import { startWithCleanup } from './cleanup-stack';
 import { benchApprover, benchCallers, benchPolicy } from './bench-policy';

@@ -1,4 +1,4 @@
-import type { PolicyFileInput } from '../src/policy/policy-schema';
+import type { PolicyFileInput } from 'toolgate';
 
 /** Session guards high enough that no bench call is refused by its session: the bench measures calls, not guards. */
 const unguarded = { stepBudget: 100_000, loopLimit: 100_000, circuitThreshold: 100_000 };

@@ -1,10 +1,8 @@
 // The pure part of a call, in this process, with no Temporal around it: what toolgate's own
 // decision costs before any round trip.
-import { evaluatePolicy } from '../src/policy/evaluate-policy';
-import type { LoadedPolicy } from '../src/policy/load-policy';
-import { capProposal, deriveCallId, parseArguments } from '../src/shared/proposal';
-import type { ToolRegistry } from '../src/tools/tool-registry';
-import { validateArguments } from '../src/tools/validate-arguments';
+import type { LoadedPolicy, ToolRegistry } from 'toolgate';
+import { capProposal, deriveCallId, parseArguments } from 'toolgate';
+import { evaluatePolicy, validateArguments } from 'toolgate/testing';
 import { benchCallers } from './bench-policy';
 
 /** A pure-pipeline case: one proposal, and whether it should pass validation. */
@@ -77,21 +75,21 @@ export function timePurePipeline(input: {
     if (!parsed.ok) throw new Error(parsed.message);
     const validation = validateArguments({ contract, value: parsed.value });
     const callId = deriveCallId({ proposal, idempotencyFields: contract.idempotencyFields });
-    if (validation.success) {
+    if (validation.ok) {
       const verdict = evaluatePolicy({
         contract,
         args: validation.args,
         caller: pureCase.caller,
         callerPolicy,
       });
-      sink += verdict.allowed ? 1 : 0;
+      sink += verdict.ok ? 1 : 0;
     } else {
       sink += validation.message.length;
     }
     sink += callId.length;
     timings.push(Number(process.hrtime.bigint() - started) / 1000);
-    if (validation.success !== pureCase.valid) {
-      throw new Error(`${pureCase.id}: validation ${validation.success ? 'passed' : 'failed'} unexpectedly`);
+    if (validation.ok !== pureCase.valid) {
+      throw new Error(`${pureCase.id}: validation ${validation.ok ? 'passed' : 'failed'} unexpectedly`);
     }
   }
   // Keeps the results observable, so that no work above can be optimised away.

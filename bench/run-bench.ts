@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
-import { sessionWorkflowId } from '../src/shared/session';
+import { sessionWorkflowId } from 'toolgate';
 import type { BenchHarness } from './bench-harness';
 import { projectRoot, startBenchHarness } from './bench-harness';
 import { benchCallers } from './bench-policy';

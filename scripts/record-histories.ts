@@ -7,8 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Connection } from '@temporalio/client';
-import { prepareNamespace, startDevServer } from '../src/dev/dev-server';
-import { sessionWorkflowId } from '../src/shared/session';
+import { sessionWorkflowId } from 'toolgate';
+import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { startHarness } from '../test/support/toolgate-harness';
 
 const projectRoot = resolve(__dirname, '..');

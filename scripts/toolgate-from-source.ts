@@ -1,8 +1,9 @@
-// `npm run toolgate`: the toolgate CLI from src/ through tsx, so working in this repository needs no
-// build. The installed `toolgate` command (bin/toolgate.cjs) runs the same main() from dist/.
-import { main } from '../src/cli/main';
+// `npm run toolgate`: the toolgate CLI through tsx, its package entry resolved to src/ by the source
+// condition, so working in this repository needs no build. The installed `toolgate` command
+// (bin/toolgate.cjs) runs the same function from dist/.
+import { runCli } from 'toolgate';
 
-main(process.argv.slice(2)).then(
+runCli(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },

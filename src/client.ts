@@ -5,7 +5,12 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
-import { intentConflictMessage, sessionClosedMessage } from './shared/model-messages';
+import {
+  callNotFoundMessage,
+  intentConflictMessage,
+  sessionClosedMessage,
+  stoppedOutsideMessage,
+} from './shared/model-messages';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
 import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
@@ -103,7 +108,8 @@ export class ToolGateClient {
       new WithStartWorkflowOperation(toolCallWorkflowType, {
         workflowId: callId,
         taskQueue: this.taskQueue,
-        args: [request],
+        // The start input carries the session's ticket: the worker runs no call its session did not admit.
+        args: [{ ...request, ...(admission.ticket !== undefined ? { admission: admission.ticket } : {}) }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy:
           contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',
@@ -313,7 +319,7 @@ function callNotFound(callId: string): ToolResult {
     tool: '',
     callId,
     code: 'CALL_NOT_FOUND',
-    message: `No call ${callId} is visible to you. Check the id.`,
+    message: callNotFoundMessage({ callId }),
   });
 }
 
@@ -328,7 +334,7 @@ function toolResultOfFailure(input: { error: unknown; callId: string }): ToolRes
     tool: '',
     callId,
     code: 'INTERNAL_ERROR',
-    message: `Call ${callId} was stopped outside toolgate. Do not retry; tell the user.`,
+    message: stoppedOutsideMessage({ callId }),
     effect: 'unknown',
     data: { reason: cause?.name ?? errorName(error) ?? 'unknown' },
   });

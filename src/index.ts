@@ -1,5 +1,6 @@
 // `toolgate`: what runs in Node (contracts, implementations, policy, config, worker, client, audit,
-// keys, the credential minter, approvals from code). Named one export at a time.
+// keys, the credential minter, approvals from code, the CLI) and the wire protocol. Named one export
+// at a time.
 
 // Tool contracts: what the model sees and what the worker validates and classifies.
 export { defaultExecutionRetry, defineToolContract, ToolDefinitionError } from './tools/define-tool';
@@ -45,8 +46,10 @@ export { startToolGateWorker } from './start-worker';
 export type { ToolGateWorkerHandle, WorkerTarget } from './start-worker';
 export { prepareNamespace } from './dev/dev-server';
 export type { PrepareNamespaceOptions } from './dev/dev-server';
-export { defaultTaskQueue, toolCallWorkflowType } from './shared/temporal';
-export { sessionWorkflowType } from './shared/session';
+export { defaultTaskQueue } from './shared/temporal';
+// toolgate's workflows, bundled: for a worker of your own (`Worker.create({ workflowBundle })`) or a
+// replay test of your histories against a new toolgate.
+export { toolGateWorkflowBundle } from './workflow-bundle';
 
 // Agents: the client that proposes calls.
 export { ToolGateClient } from './client';
@@ -59,9 +62,65 @@ export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './admin/
 // Audit.
 export { openSqliteAuditStore } from './audit/audit-store';
 export type { AuditRecord, AuditStore } from './audit/audit-store';
+// What an audit store of your own receives for each decision attempt (`AuditStore.appendDecisionAttempt`).
+export type { DecisionAttempt } from './shared/temporal';
 
 // Keys and credentials.
 export { generateKeyPairFiles, keyPaths, readPrivateKey, readPublicKeyHex } from './keys/key-files';
 export type { KeyOwner } from './keys/key-files';
-export { createCredentialMinter, MintRefusal } from './keys/credential-minter';
-export type { CredentialMinter, ExecutionApproval } from './keys/credential-minter';
+export { createCredentialMinter, MintRefusal } from './credentials/credential-minter';
+export type { CredentialMinter, ExecutionApproval } from './credentials/credential-minter';
+
+// The CLI, embedded: `toolgate <command>` with the arguments and the output you give it; it returns the
+// exit code and never exits the process (the installed `toolgate` command runs the same function).
+export { main as runCli } from './cli/main';
+export type { CliOutput, MainOptions as CliOptions } from './cli/main';
+
+// The wire protocol: what a client in another language, or your own workflow or worker code, uses to
+// talk to toolgate's workflows. Their types and ids, the messages each accepts, the proposal's caps
+// and call id, and the exact bytes every signature covers.
+export { toolCallWorkflowType } from './shared/temporal';
+export type { ToolCallInput } from './workflows/tool-call';
+export { callStateQuery, decideUpdate, proposeUpdate, searchAttributes } from './shared/temporal';
+export type {
+  ApprovalState,
+  ApprovalView,
+  CallState,
+  DecisionReceipt,
+  DecisionRecord,
+  ProposeRequest,
+  ProposeResponse,
+} from './shared/temporal';
+export {
+  admitUpdate,
+  callOutcomeSignal,
+  endSessionUpdate,
+  resetSessionUpdate,
+  sessionStatsQuery,
+  sessionWorkflowId,
+  sessionWorkflowType,
+} from './shared/session';
+export type {
+  AdmissionDecision,
+  AdmissionRequest,
+  CallOutcome,
+  OpenCircuit,
+  SessionStats,
+} from './shared/session';
+export {
+  capProposal,
+  deriveCallId,
+  maxArgumentsBytes,
+  maxArgumentsDepth,
+  maxToolNameLength,
+  parseArguments,
+} from './shared/proposal';
+export type { ParsedArguments, Proposal } from './shared/proposal';
+export { approvalNonce } from './shared/approval';
+export type { DecisionEnvelope, SignedDecision } from './shared/approval';
+export { signedText, verifySignature } from './shared/signatures';
+export type { SignatureCheck, SignedKind } from './shared/signatures';
+export { signValue } from './keys/key-files';
+// The activities toolgate's workflows call, by type: for workflow code of your own that calls them.
+export type { ToolCallActivities } from './activities/tool-call-activities';
+export type { ExecutionInput } from './shared/call-evaluation';

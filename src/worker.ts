@@ -4,7 +4,7 @@ import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
-import type { CredentialMinter } from './keys/credential-minter';
+import type { CredentialMinter } from './credentials/credential-minter';
 import type { LoadedPolicy } from './policy/load-policy';
 import type { ToolGateSinks } from './shared/temporal';
 import { defaultTaskQueue } from './shared/temporal';

@@ -5,11 +5,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { ApprovalAdmin } from '../../src/admin/approvals';
-import { ToolGateClient } from '../../src/client';
-import { loadConfig } from '../../src/config';
-import { keyPaths, readPrivateKey } from '../../src/keys/key-files';
-import type { ToolResult } from '../../src/index';
+import type { ToolResult } from 'toolgate';
+import { ApprovalAdmin, keyPaths, loadConfig, readPrivateKey, ToolGateClient } from 'toolgate';
 import { createOrdersApiClient } from './orders-api-client';
 
 const projectRoot = resolve(__dirname, '..', '..');

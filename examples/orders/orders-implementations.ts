@@ -1,5 +1,5 @@
-import type { ImplementedTool } from '../../src/index';
-import { defineToolImplementation, toolRejection, transientToolError } from '../../src/index';
+import type { ImplementedTool } from 'toolgate';
+import { defineToolImplementation, toolRejection, transientToolError } from 'toolgate';
 import type { Order, OrdersApiClient, Refund } from './orders-api-client';
 import {
   createOrdersApiClient,

@@ -105,7 +105,7 @@ export function evaluateCall(input: {
   if (!parsed.ok) return refuse({ code: 'INVALID_JSON', message: parsed.message });
 
   const validation = validateArguments({ contract, value: parsed.value });
-  if (!validation.success) {
+  if (!validation.ok) {
     return refuse({
       code: 'INVALID_ARGUMENTS',
       message: validation.message,
@@ -118,7 +118,7 @@ export function evaluateCall(input: {
   const callerPolicy = snapshot.callerPolicy ?? { publicKey: '', tools: [], autonomy: 'read' as const };
   const verdict = evaluatePolicy({ contract, args, caller: proposal.caller, callerPolicy });
   const judged = { args, summary, riskLevel: verdict.riskLevel };
-  if (!verdict.allowed) {
+  if (!verdict.ok) {
     return refuse({ code: verdict.code, message: verdict.message, data: verdict.data }, judged);
   }
   const level = verdict.riskLevel;

@@ -1,10 +1,14 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
-import type { CredentialMinter, ExecutionApproval } from '../keys/credential-minter';
+import type { AdmissionClaims } from '../credentials/admission-tickets';
+import type { CredentialMinter } from '../credentials/credential-minter';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import type {
   CallEvaluation,
+  CheckOutcome,
+  ExecutionInput,
+  ToolCallActivityInput,
   LookupAnswer,
   SignedProposal,
   ToolCapabilities,
@@ -21,26 +25,6 @@ import type {
 import { toolErrorKind } from '../tools/tool-errors';
 import { createToolRegistry } from '../tools/tool-registry';
 import { evaluateCall, isSigned } from './evaluate-call';
-
-/** What every activity of a call receives: the tool, the call id and the validated arguments. */
-export interface ToolCallActivityInput {
-  tool: string;
-  callId: string;
-  args: Record<string, unknown>;
-}
-
-/** A business check's answer: pass, or a refusal with one of the tool's domain codes. */
-export type CheckOutcome =
-  { ok: true } | { ok: false; code: string; message: string; data?: Record<string, unknown> };
-
-export type { ExecutionApproval };
-
-/** What the executor receives: the call, its caller and run, and the approval it carries to the minter. */
-export interface ExecutionInput extends ToolCallActivityInput {
-  caller: string;
-  runId: string;
-  approval?: ExecutionApproval;
-}
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
 export const executionFailureTypes = {
@@ -137,9 +121,22 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
      */
     async evaluateCall(input: SignedProposal): Promise<CallEvaluation> {
       const context = { registry, policy: dependencies.policy(), capabilities, retry: dependencies.retry };
-      // Admission tickets: not yet (the session-attacks test of SESSION_REQUIRED is skipped until then).
-      const admitted = true;
-      return evaluateCall({ context, check: input, admitted: () => admitted });
+      const tickets = dependencies.minter?.tickets;
+      // Without a minter key there are no tickets: calls are then not bound to their admission.
+      const admitted = (check: SignedProposal): boolean =>
+        !tickets ||
+        (check.proposalId !== undefined &&
+          tickets.holds({
+            claims: { session: check.proposal.session, proposalId: check.proposalId, callId: check.callId },
+            ticket: check.admission,
+          }));
+      return evaluateCall({ context, check: input, admitted });
+    },
+
+    /** Signs the session's admission of a proposal for a call (none without a minter key); a local activity. */
+    async issueAdmissionTicket(input: AdmissionClaims): Promise<{ ticket?: string }> {
+      const tickets = dependencies.minter?.tickets;
+      return tickets ? { ticket: tickets.issue(input) } : {};
     },
 
     /** Reads the caller's part of the current policy, for the session's limits; a local activity. */

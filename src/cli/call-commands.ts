@@ -76,13 +76,16 @@ export function addCallCommands(program: Command, context: CliContext): void {
         const options = command.optsWithGlobals<DefinitionsOptions>();
         const config = configOf(options);
         const registry = createToolRegistry({ tools: config.tools });
-        const policy = loadPolicyFile({
-          path: config.policyPath,
-          registry,
-          keysDirectory: config.keysDirectory,
-        });
+        // The policy (and its key files) only when a caller narrows the list: a new project's
+        // definitions print before any key exists.
         const only =
-          options.caller !== undefined ? (policy.callerPolicy(options.caller)?.tools ?? []) : undefined;
+          options.caller !== undefined
+            ? (loadPolicyFile({
+                path: config.policyPath,
+                registry,
+                keysDirectory: config.keysDirectory,
+              }).callerPolicy(options.caller)?.tools ?? [])
+            : undefined;
         output.out(JSON.stringify(registry.definitions(only ? { only } : {}), null, 2));
         return 0;
       }),

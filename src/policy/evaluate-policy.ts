@@ -1,3 +1,4 @@
+import { beyondApprovalMessage, policyLimitMessage } from '../shared/model-messages';
 import type { AnyToolContract } from '../tools/define-tool';
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
@@ -5,9 +6,9 @@ import type { CallerPolicy } from './policy-schema';
 
 /** The policy's answer for one validated call: allowed at a risk level (maybe with approval), or refused. */
 export type PolicyVerdict =
-  | { allowed: true; riskLevel: RiskLevel; needsApproval: boolean }
+  | { ok: true; riskLevel: RiskLevel; needsApproval: boolean }
   | {
-      allowed: false;
+      ok: false;
       code: 'POLICY_LIMIT' | 'PERMISSION_DENIED';
       riskLevel: RiskLevel;
       message: string;
@@ -42,18 +43,16 @@ export function evaluatePolicy(input: {
         ? `above this caller's limit of ${limit.max}`
         : `below this caller's minimum of ${limit.min}`;
       return {
-        allowed: false,
+        ok: false,
         code: 'POLICY_LIMIT',
         riskLevel,
-        message:
-          `${contract.name}: ${field} ${value} is ${bound}. This cannot be done by you: do not retry ` +
-          `with other values to get around it; tell the user a human agent must handle it.`,
+        message: policyLimitMessage({ tool: contract.name, field, value, bound }),
         data: { field, value, ...limit },
       };
     }
   }
   const needsApproval = riskRank(riskLevel) > riskRank(callerPolicy.autonomy);
-  if (!needsApproval) return { allowed: true, riskLevel, needsApproval };
+  if (!needsApproval) return { ok: true, riskLevel, needsApproval };
   const ceiling = callerPolicy.approval?.ceiling ?? null;
   if (ceiling === null || riskRank(riskLevel) > riskRank(ceiling)) {
     const reason =
@@ -61,14 +60,18 @@ export function evaluatePolicy(input: {
         ? `no human approval is configured for ${caller}`
         : `approvals for ${caller} go up to "${ceiling}" only`;
     return {
-      allowed: false,
+      ok: false,
       code: 'PERMISSION_DENIED',
       riskLevel,
-      message:
-        `${contract.name} at risk level "${riskLevel}" is above what ${caller} may do alone ` +
-        `("${callerPolicy.autonomy}"), and ${reason}. Do not retry; tell the user a human agent must do it.`,
+      message: beyondApprovalMessage({
+        tool: contract.name,
+        riskLevel,
+        caller,
+        autonomy: callerPolicy.autonomy,
+        reason,
+      }),
       data: { riskLevel, autonomy: callerPolicy.autonomy },
     };
   }
-  return { allowed: true, riskLevel, needsApproval };
+  return { ok: true, riskLevel, needsApproval };
 }

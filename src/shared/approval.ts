@@ -30,6 +30,14 @@ export function approvalNonce(input: { runId: string; round: number; previewDige
   );
 }
 
+/** The approval a write carries to the minter: the round it was approved in, with the signed decisions. */
+export interface ExecutionApproval {
+  round: number;
+  nonce: string;
+  previewDigest: string;
+  decisions: SignedDecision[];
+}
+
 /** What a credential says: the one operation on one resource that one call may perform, briefly. */
 export interface CredentialClaims {
   /** The operation: the tool's name, e.g. `refund_order`. */

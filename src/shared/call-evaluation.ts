@@ -4,9 +4,10 @@
  * runs tool code itself, so a deploy that changes a schema or a risk function cannot change what a
  * waiting call does on replay. Types only; shared by the workflow and the worker.
  */
-import type { ApproverView } from '../policy/load-policy';
+import type { ApproverGrant } from './decision-rules';
 import type { EffectKind, ExecutionRetry } from '../tools/define-tool';
 import type { RiskLevel } from '../tools/risk-levels';
+import type { ExecutionApproval } from './approval';
 import type { Proposal } from './proposal';
 
 /** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
@@ -23,6 +24,8 @@ export interface SignedProposal {
   callId: string;
   proposal: Proposal;
   signature?: string;
+  /** The session's admission ticket for this proposal and call. */
+  admission?: string;
 }
 
 /** The human approval a call needs, from the caller's policy, computed once. */
@@ -63,7 +66,7 @@ interface EvaluationRecord {
   /** Whether the proposal is signed with the caller's key: only then is the outcome reported to the session. */
   authenticated: boolean;
   /** Every approver's key and grants, for the decision validator. */
-  approvers: Record<string, ApproverView>;
+  approvers: Record<string, ApproverGrant>;
   /** Set once the arguments validated (also on a policy refusal, for the audit record). */
   args?: Record<string, unknown>;
   riskLevel?: RiskLevel;
@@ -85,3 +88,21 @@ export type LookupAnswer =
   | { status: 'refused'; code: string; message: string; data?: Record<string, unknown> }
   | { status: 'not-seen' }
   | { status: 'broken'; problem: 'output-contract' | 'undeclared-code' };
+
+/** What every activity of a call receives: the tool, the call id and the validated arguments. */
+export interface ToolCallActivityInput {
+  tool: string;
+  callId: string;
+  args: Record<string, unknown>;
+}
+
+/** A business check's answer: pass, or a refusal with one of the tool's domain codes. */
+export type CheckOutcome =
+  { ok: true } | { ok: false; code: string; message: string; data?: Record<string, unknown> };
+
+/** What the executor receives: the call, its caller and run, and the approval it carries to the minter. */
+export interface ExecutionInput extends ToolCallActivityInput {
+  caller: string;
+  runId: string;
+  approval?: ExecutionApproval;
+}

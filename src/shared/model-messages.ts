@@ -1,6 +1,7 @@
 /**
- * Messages for the model that more than one part sends (the client, a workflow): each wording is
- * written once, here. Pure and sandbox-safe.
+ * Every message the model reads, whoever sends it (the client, a session, a call, the worker's
+ * evaluation, the policy): each wording is written once, here. Messages say what happened and what
+ * to do next. Pure and sandbox-safe.
  */
 
 /** `SESSION_CLOSED`: the conversation has ended, whoever noticed it (the session or the client). */
@@ -146,5 +147,68 @@ export function successMessage(input: {
     `${input.summary}: done, applied once` +
     (input.confirmedAfterLoss ? ' (the backend confirmed it after its response was lost)' : '') +
     '. Do not call it again for the same request.'
+  );
+}
+
+/** `UNAUTHENTICATED_CALLER` at admission: unsigned, or not the session's own caller. */
+export function notSessionOwnerMessage(input: { caller: string }): string {
+  return (
+    `This proposal is not signed with ${input.caller}'s key for a session it owns. Nothing ran. ` +
+    'Do not retry; tell the operator.'
+  );
+}
+
+/** `STEP_LIMIT`: the conversation's budget of calls is spent. */
+export function stepLimitMessage(input: { stepBudget: number }): string {
+  return `This conversation has used its ${input.stepBudget} tool calls. Stop calling tools and answer the user with what you have.`;
+}
+
+/** `LOOP_DETECTED`: the same call again, past the loop limit. */
+export function loopDetectedMessage(input: { times: number }): string {
+  return `This exact call was already made ${input.times} times in this conversation. Use the previous result instead of calling it again.`;
+}
+
+/** `CIRCUIT_OPEN`: the tool failed the same way too often in this conversation. */
+export function circuitOpenMessage(input: { tool: string; reason: string }): string {
+  return (
+    `${input.tool} is paused in this conversation after ${input.reason}. Do not call it again; ` +
+    'tell the user what went wrong and answer without it.'
+  );
+}
+
+/** `CALL_NOT_FOUND`: a lookup by call id found nothing. */
+export function callNotFoundMessage(input: { callId: string }): string {
+  return `No call ${input.callId} is visible to you. Check the id.`;
+}
+
+/** `INTERNAL_ERROR`: the call's run was terminated, cancelled or timed out from outside toolgate. */
+export function stoppedOutsideMessage(input: { callId: string }): string {
+  return `Call ${input.callId} was stopped outside toolgate. Do not retry; tell the user.`;
+}
+
+/** `POLICY_LIMIT`: a numeric argument outside this caller's limit. */
+export function policyLimitMessage(input: {
+  tool: string;
+  field: string;
+  value: number;
+  bound: string;
+}): string {
+  return (
+    `${input.tool}: ${input.field} ${input.value} is ${input.bound}. This cannot be done by you: do not retry ` +
+    'with other values to get around it; tell the user a human agent must handle it.'
+  );
+}
+
+/** `PERMISSION_DENIED`: the risk level is above what this caller may do, even with approval. */
+export function beyondApprovalMessage(input: {
+  tool: string;
+  riskLevel: string;
+  caller: string;
+  autonomy: string;
+  reason: string;
+}): string {
+  return (
+    `${input.tool} at risk level "${input.riskLevel}" is above what ${input.caller} may do alone ` +
+    `("${input.autonomy}"), and ${input.reason}. Do not retry; tell the user a human agent must do it.`
   );
 }

@@ -20,7 +20,9 @@ export interface AdmissionRequest {
 }
 
 /** The session's answer: admitted (with the step it used), or the rejection the model gets. */
-export type AdmissionDecision = { admitted: true; step: number } | { admitted: false; result: ToolResult };
+/** An admitted proposal carries the ticket its call is started with (none without a minter key). */
+export type AdmissionDecision =
+  { admitted: true; step: number; ticket?: string } | { admitted: false; result: ToolResult };
 
 /** Asks for admission; answered synchronously and serialised by the session workflow. */
 export const admitUpdate = defineUpdate<AdmissionDecision, [AdmissionRequest]>('admit');

@@ -13,8 +13,7 @@ export interface ArgumentIssue {
 
 /** Validated arguments, or every failing field at once. */
 export type ArgumentValidation =
-  | { success: true; args: Record<string, unknown> }
-  | { success: false; issues: ArgumentIssue[]; message: string };
+  { ok: true; args: Record<string, unknown> } | { ok: false; issues: ArgumentIssue[]; message: string };
 
 /**
  * Validates parsed arguments against the tool's strict schema: no coercion, no unknown fields.
@@ -23,7 +22,7 @@ export type ArgumentValidation =
 export function validateArguments(input: { contract: AnyToolContract; value: unknown }): ArgumentValidation {
   // reportInput puts the offending value into each issue, so the message can quote it.
   const parsed = input.contract.input.safeParse(input.value, { reportInput: true });
-  if (parsed.success) return { success: true, args: parsed.data };
+  if (parsed.success) return { ok: true, args: parsed.data };
   const issues: ArgumentIssue[] = [];
   for (const issue of parsed.error.issues) issues.push(...describeIssue({ contract: input.contract, issue }));
   const lines = issues.map((issue) => {
@@ -32,7 +31,7 @@ export function validateArguments(input: { contract: AnyToolContract; value: unk
     return line;
   });
   const message = `The arguments for ${input.contract.name} are invalid; fix every field and call again. ${lines.join('; ')}.`;
-  return { success: false, issues, message };
+  return { ok: false, issues, message };
 }
 
 function describeIssue(input: { contract: AnyToolContract; issue: z.core.$ZodIssue }): ArgumentIssue[] {

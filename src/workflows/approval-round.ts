@@ -5,9 +5,8 @@ import {
   proxySinks,
   setHandler,
 } from '@temporalio/workflow';
-import type { ExecutionApproval } from '../keys/credential-minter';
-import type { ApproverView } from '../policy/load-policy';
-import type { SignedDecision } from '../shared/approval';
+import type { ApproverGrant } from '../shared/decision-rules';
+import type { ExecutionApproval, SignedDecision } from '../shared/approval';
 import { approvalNonce } from '../shared/approval';
 import type { ApprovalRequirement } from '../shared/call-evaluation';
 import { digestOf } from '../shared/canonical-json';
@@ -114,7 +113,7 @@ export class CallApprovals {
       /** The call's queryable state: the round's view and the accepted decisions are kept there. */
       state: CallState;
       /** Every approver's key and grants, as recorded by the call's evaluation. */
-      approvers: () => Record<string, ApproverView> | undefined;
+      approvers: () => Record<string, ApproverGrant> | undefined;
       /** Writes the `ApprovalState` search attribute. */
       onStateChange: (state: ApprovalState) => void;
     },

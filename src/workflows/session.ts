@@ -22,7 +22,13 @@ import type { ToolGateSinks } from '../shared/temporal';
 import { rejection } from '../shared/tool-result';
 import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
-import { sessionClosedMessage } from '../shared/model-messages';
+import {
+  circuitOpenMessage,
+  loopDetectedMessage,
+  notSessionOwnerMessage,
+  sessionClosedMessage,
+  stepLimitMessage,
+} from '../shared/model-messages';
 import { nameRecord } from '../shared/own-records';
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
@@ -226,17 +232,15 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       proposal.session !== input.session ||
       (state.caller !== undefined && state.caller !== proposal.caller)
     ) {
-      const refused = reject(
-        'UNAUTHENTICATED_CALLER',
-        `This proposal is not signed with ${proposal.caller}'s key for a session it owns. Nothing ran. ` +
-          'Do not retry; tell the operator.',
-      );
+      const refused = reject('UNAUTHENTICATED_CALLER', notSessionOwnerMessage(proposal));
       auditRefusal(request, refused.result);
       return refused;
     }
     state.caller ??= proposal.caller;
     lastActivityAt = Date.now();
-    const decision = decide(request, reject);
+    const decided = decide(request, reject);
+    // Only an admitted proposal gets a ticket, signed after the decision: a refusal leaves none in history.
+    const decision = decided.admitted ? { ...decided, ...(await ticketFor(request)) } : decided;
     recentAdmissions.set(request.proposalId, decision);
     if (recentAdmissions.size > recentAdmissionsKept) {
       recentAdmissions.delete(recentAdmissions.keys().next().value as string);
@@ -261,26 +265,16 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     const { stepBudget, loopLimit } = limits();
     state.steps++;
     if (state.steps > stepBudget) {
-      return reject(
-        'STEP_LIMIT',
-        `This conversation has used its ${stepBudget} tool calls. Stop calling tools and answer the user with what you have.`,
-      );
+      return reject('STEP_LIMIT', stepLimitMessage({ stepBudget }));
     }
     const seen = (state.loopCounts[request.callId] ?? 0) + 1;
     state.loopCounts[request.callId] = seen;
     if (seen > loopLimit) {
-      return reject(
-        'LOOP_DETECTED',
-        `This exact call was already made ${seen - 1} times in this conversation. Use the previous result instead of calling it again.`,
-      );
+      return reject('LOOP_DETECTED', loopDetectedMessage({ times: seen - 1 }));
     }
     const circuit = state.openCircuits[proposal.tool];
     if (circuit) {
-      return reject(
-        'CIRCUIT_OPEN',
-        `${proposal.tool} is paused in this conversation after ${circuit.reason}. Do not call it again; ` +
-          'tell the user what went wrong and answer without it.',
-      );
+      return reject('CIRCUIT_OPEN', circuitOpenMessage({ tool: proposal.tool, reason: circuit.reason }));
     }
     return { admitted: true, step: state.steps };
   }
@@ -305,6 +299,26 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       ...(policyVersion !== undefined ? { policyVersion } : {}),
       at: new Date(Date.now()).toISOString(),
     });
+  }
+
+  /** The worker's ticket for an admitted proposal; without one (no minter key, a failure) the call cannot run. */
+  async function ticketFor(request: AdmissionRequest): Promise<{ ticket?: string }> {
+    try {
+      return await proxyLocalActivities<ToolCallActivities>({
+        startToCloseTimeout: '5s',
+        retry: { maximumAttempts: 3 },
+      }).issueAdmissionTicket({
+        session: input.session,
+        proposalId: request.proposalId,
+        callId: request.callId,
+      });
+    } catch (error) {
+      log.error('session could not get an admission ticket', {
+        session: input.session,
+        error: String(error),
+      });
+      return {};
+    }
   }
 
   /** The signature, checked natively by the worker (a local activity, in this workflow task). */

@@ -11,9 +11,10 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import type { CheckOutcome, ExecutionApproval, ToolCallActivities } from '../activities/tool-call-activities';
+import type { ToolCallActivities } from '../activities/tool-call-activities';
+import type { ExecutionApproval } from '../shared/approval';
 import type { AuditRecord } from '../audit/audit-store';
-import type { CallEvaluation, EvaluatedCall, LookupAnswer } from '../shared/call-evaluation';
+import type { CallEvaluation, CheckOutcome, EvaluatedCall, LookupAnswer } from '../shared/call-evaluation';
 import {
   approvalDeniedMessage,
   approvalExpiredMessage,
@@ -47,6 +48,8 @@ export interface ToolCallInput {
   proposal: Proposal;
   /** The caller's signature over `{ callId, proposal }` (kind `proposal`). */
   signature?: string;
+  /** The session's admission ticket: without a valid one the call is `SESSION_REQUIRED`. */
+  admission?: string;
 }
 
 /** A step's answer: go on with a value, or stop with the model's result. */
@@ -112,6 +115,7 @@ async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
       callId: call.callId,
       proposal: call.proposal,
       ...(call.input.signature !== undefined ? { signature: call.input.signature } : {}),
+      ...(call.input.admission !== undefined ? { admission: call.input.admission } : {}),
     });
   } catch (error) {
     log.error('call could not be evaluated', { callId: call.callId, error: String(error) });

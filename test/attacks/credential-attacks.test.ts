@@ -1,19 +1,21 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOrdersRejection } from '../../examples/orders/orders-api-client';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
-import type { ExecutionApproval, ExecutionInput } from '../../src/activities/tool-call-activities';
-import { signCredential } from '../../src/keys/credential-token';
-import { keyPaths, readPrivateKey, signValue } from '../../src/keys/key-files';
-import type { PolicyFileInput } from '../../src/policy/policy-schema';
-import type { CredentialClaims, DecisionEnvelope } from '../../src/shared/approval';
-import { approvalNonce, maxCredentialSeconds } from '../../src/shared/approval';
-import { canonicalJson, digestOf } from '../../src/shared/canonical-json';
+import type { DecisionEnvelope, ExecutionApproval, ExecutionInput, PolicyFileInput } from 'toolgate';
+import { approvalNonce, keyPaths, readPrivateKey, signValue } from 'toolgate';
+import type { CredentialClaims } from 'toolgate/backend';
+import { canonicalJson, digestOf, maxCredentialSeconds, signCredential } from 'toolgate/backend';
+import { prebuildWorkflowBundle } from 'toolgate/testing';
 import { caught } from '../support/caught';
 import type { RefundRequest } from '../support/refund-claims';
 import { claimsFor } from '../support/refund-claims';
+import { temporalAddress } from '../support/temporal';
 import { testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -43,11 +45,7 @@ const loosenedPolicy: PolicyFileInput = {
 
 let harness: ToolGateHarness;
 
-useHarness((started) => (harness = started), {
-  policy: loosenedPolicy,
-  minterPolicy: testPolicy,
-  workflowsPath: join(__dirname, 'forged-execution-workflows.ts'),
-});
+useHarness((started) => (harness = started), { policy: loosenedPolicy, minterPolicy: testPolicy });
 
 const api = (): OrdersApiClient => harness.orders.api;
 const appliedRefunds = () => api().refundCount();
@@ -366,6 +364,34 @@ describe('the minter refuses writes that were not approved, whatever the workflo
     const criticalArgs = { ...args, order_id: 'ORD-1003', amount_cents: 20_000 };
     const runId = 'run-attacked';
     const previewDigest = digestOf({ preview: 'what alice saw' });
+    // The forged workflow runs on a worker of its own, outside the deployment: only its activity
+    // reaches the toolgate worker, through that worker's task queue.
+    const forgedTaskQueue = `forged-${randomUUID()}`;
+    const cleanups: (() => unknown)[] = [];
+
+    beforeAll(async () => {
+      const directory = mkdtempSync(join(tmpdir(), 'toolgate-forged-'));
+      cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+      const connection = await NativeConnection.connect({ address: temporalAddress() });
+      cleanups.push(() => connection.close());
+      const worker = await Worker.create({
+        connection,
+        taskQueue: forgedTaskQueue,
+        workflowBundle: prebuildWorkflowBundle({
+          workflowsPath: join(__dirname, 'forged-execution-workflows.ts'),
+          outFile: join(directory, 'workflows.js'),
+        }),
+      });
+      const running = worker.run();
+      cleanups.push(async () => {
+        worker.shutdown();
+        await running;
+      });
+    });
+
+    afterAll(async () => {
+      for (const cleanup of cleanups.reverse()) await cleanup();
+    });
 
     /** An approval alice (or `approver`) genuinely signed, for the call, run and arguments given. */
     function approvalBy(input: {
@@ -408,9 +434,14 @@ describe('the minter refuses writes that were not approved, whatever the workflo
       input: Omit<ExecutionInput, 'tool' | 'caller' | 'runId'>,
     ): Promise<ForgedExecutionOutcome> =>
       harness.temporal.workflow.execute('forgedExecution', {
-        taskQueue: harness.taskQueue,
+        taskQueue: forgedTaskQueue,
         workflowId: `forged-${randomUUID()}`,
-        args: [{ tool: 'refund_order', caller: 'support-bot', runId, ...input }],
+        args: [
+          {
+            executorTaskQueue: harness.taskQueue,
+            execution: { tool: 'refund_order', caller: 'support-bot', runId, ...input },
+          },
+        ],
       });
 
     const newCallId = () => `tc-forged-${randomUUID()}`;

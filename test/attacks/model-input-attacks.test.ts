@@ -1,11 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import { ToolGateClient } from '../../src/client';
-import { signValue } from '../../src/keys/key-files';
-import type { DecisionEnvelope } from '../../src/shared/approval';
-import { maxArgumentsBytes, maxArgumentsDepth } from '../../src/shared/proposal';
-import type { ToolResult } from '../../src/index';
+import type { DecisionEnvelope, ToolResult } from 'toolgate';
+import { maxArgumentsBytes, maxArgumentsDepth, signValue, ToolGateClient } from 'toolgate';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 

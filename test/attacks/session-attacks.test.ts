@@ -3,15 +3,20 @@ import type { KeyObject } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import { ToolGateClient } from '../../src/client';
-import { keyPaths, readPrivateKey, signValue } from '../../src/keys/key-files';
-import type { Proposal } from '../../src/shared/proposal';
-import { capProposal, deriveCallId } from '../../src/shared/proposal';
-import type { AdmissionDecision } from '../../src/shared/session';
-import { admitUpdate, sessionWorkflowId, sessionWorkflowType } from '../../src/shared/session';
-import type { ProposeRequest } from '../../src/shared/temporal';
-import { proposeUpdate, toolCallWorkflowType } from '../../src/shared/temporal';
-import type { ToolResult } from '../../src/index';
+import type { AdmissionDecision, Proposal, ProposeRequest, ToolResult } from 'toolgate';
+import {
+  admitUpdate,
+  capProposal,
+  deriveCallId,
+  keyPaths,
+  proposeUpdate,
+  readPrivateKey,
+  sessionWorkflowId,
+  sessionWorkflowType,
+  signValue,
+  toolCallWorkflowType,
+  ToolGateClient,
+} from 'toolgate';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
@@ -354,7 +359,7 @@ describe('proposals to an ended session', () => {
 
   // A harness holding the caller's key starts a call workflow directly, skipping its session: the
   // worker asks the session whether it admitted the proposal for this call (DESIGN.md step 1).
-  it.skip('never runs a signed refund sent straight to its call, past its ended session: SESSION_REQUIRED', async () => {
+  it('never runs a signed refund sent straight to its call, past its ended session: SESSION_REQUIRED', async () => {
     const session = harness.newSession();
     expect((await read(session, 'test-refunder')).ok).toBe(true);
     await harness.client.endSession(session);

@@ -4,8 +4,7 @@
 // arguments), a bounded number of times. It never changes the proposal, so a retry can only join,
 // replay or re-run the same call id.
 import { setTimeout as delay } from 'node:timers/promises';
-import type { CallInput, ToolGateClient } from '../../src/client';
-import type { ToolResult } from '../../src/shared/tool-result';
+import type { CallInput, ToolGateClient, ToolResult } from 'toolgate';
 import type { ChaosIntent, Random } from './chaos-plan';
 import type { AgentAnswer, IntentOutcome } from './chaos-verdict';
 

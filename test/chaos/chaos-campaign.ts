@@ -11,7 +11,7 @@
 //   6. stop everything and judge what the agents were told against the orders service's records.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Order } from '../../examples/orders/orders-api-client';
-import type { ToolResult } from '../../src/shared/tool-result';
+import type { ToolResult } from 'toolgate';
 import { SEED_ORDERS } from '../../examples/orders/service/orders-database';
 import type { AgentAnswer, ChaosVerdict, IntentOutcome } from './chaos-verdict';
 import { judgeChaosRun } from './chaos-verdict';

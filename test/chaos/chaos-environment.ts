@@ -2,7 +2,6 @@
 // database file on a fixed port (so that it can be killed and started again with its state), the
 // orders service, keys and a policy file in a temp folder, and one toolgate worker in a child
 // process (bench/bench-worker.ts) for the worker chaos to SIGKILL. `stop()` ends all of it.
-import { execFile } from 'node:child_process';
 import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,14 +17,19 @@ import { startWithCleanup } from '../../bench/cleanup-stack';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
-import { ApprovalAdmin } from '../../src/admin/approvals';
-import { openSqliteAuditStore } from '../../src/audit/audit-store';
-import { ToolGateClient } from '../../src/client';
-import type { DevServer } from '../../src/dev/dev-server';
-import { prepareNamespace, startDevServer } from '../../src/dev/dev-server';
-import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../../src/keys/key-files';
-import { checkPolicy } from '../../src/policy/load-policy';
-import { createToolRegistry } from '../../src/tools/tool-registry';
+import {
+  ApprovalAdmin,
+  checkPolicy,
+  createToolRegistry,
+  generateKeyPairFiles,
+  keyPaths,
+  openSqliteAuditStore,
+  readPrivateKey,
+  ToolGateClient,
+  toolGateWorkflowBundle,
+} from 'toolgate';
+import type { DevServer } from 'toolgate/testing';
+import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { chaosApprover, chaosCallers, chaosPolicy } from './chaos-policy';
 
 const loopback = '127.0.0.1';
@@ -72,11 +76,10 @@ export async function startChaosEnvironment(input: {
     // The policy as a file too, next to the keys it names, for whoever inspects a run.
     writeFileSync(join(directory, 'policy.json'), `${JSON.stringify(chaosPolicy, null, 2)}\n`);
 
-    // Bundled once, while the servers start: a worker restarted every few seconds must not spend them bundling.
+    // Bundled once, before the servers start: a worker restarted every few seconds must not spend them
+    // bundling. toolgate's own bundle, cached until the sources change, so only a first run waits here.
     log('bundling the workflows once for every worker start');
-    const bundling = bundleWorkflows({ outFile: join(directory, 'workflow-bundle.js'), track });
-    // Awaited below; a failure here must not go unhandled while the servers start.
-    bundling.catch(() => undefined);
+    const workflowBundlePath = toolGateWorkflowBundle().codePath;
 
     // A fixed port and a database file: the restarted server is the same server, with its state.
     const port = await freePort();
@@ -109,8 +112,6 @@ export async function startChaosEnvironment(input: {
     log('starting the orders service');
     const orders = await startOrdersProcess({ testMode: true, minterPublicKeyPath: minterKeys.publicKey });
     track(() => orders.stop());
-
-    const workflowBundlePath = await bundling;
 
     const taskQueue = `chaos-${randomUUID()}`;
     const auditPath = join(directory, 'audit.sqlite');
@@ -213,35 +214,4 @@ async function startDevServerOnPort(input: {
       await delay(500);
     }
   }
-}
-
-/**
- * Bundles the orders workflows into `outFile` with toolgate's own bundling (`src/workflow-bundle.ts`
- * run as a child, as `prebuildWorkflowBundle` does), without blocking this process meanwhile and
- * without webpack's report on the console. Resolves with the bundle's path.
- */
-async function bundleWorkflows(input: {
-  outFile: string;
-  /** Receives what stops the bundling child if the run stops first. */
-  track: (cleanup: () => unknown) => void;
-}): Promise<string> {
-  const script = join(projectRoot, 'src', 'workflow-bundle.ts');
-  const workflowsPath = join(projectRoot, 'src', 'workflows', 'index.ts');
-  await new Promise<void>((resolveBundle, reject) => {
-    const child = execFile(
-      process.execPath,
-      // The source condition resolves `toolgate` and its entries to src/, as in every process here.
-      ['--conditions=toolgate-source', '--import', 'tsx', script, workflowsPath, input.outFile],
-      { cwd: projectRoot, maxBuffer: 16 * 1024 * 1024 },
-      (error, _stdout, stderr) => {
-        if (error)
-          reject(new Error(`bundling ${workflowsPath} failed: ${error.message}\n${stderr.slice(-4000)}`));
-        else resolveBundle();
-      },
-    );
-    input.track(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    });
-  });
-  return input.outFile;
 }

@@ -1,4 +1,4 @@
-import type { PolicyFileInput } from '../../src/policy/policy-schema';
+import type { PolicyFileInput } from 'toolgate';
 
 /** The chaos suite's callers, each with a key pair generated into the run's temp folder. */
 export const chaosCallers = {

@@ -1,7 +1,7 @@
 // The chaos suite's judge, without any chaos: a wrong verdict would let a real duplicate pass.
 import { describe, expect, it } from 'vitest';
 import type { Refund } from '../../examples/orders/orders-api-client';
-import type { ToolResult } from '../../src/shared/tool-result';
+import type { ToolResult } from 'toolgate';
 import type { ChaosIntent } from './chaos-plan';
 import { planChaosIntents, seededRandom } from './chaos-plan';
 import type { AgentAnswer, IntentOutcome } from './chaos-verdict';

@@ -19,7 +19,7 @@
 //                `unknown` is unresolved, hence lost.
 // One intent may count in several columns (told OK with no refund is both lost and misreported).
 
-import type { ToolResult } from '../../src/shared/tool-result';
+import type { ToolResult } from 'toolgate';
 import type { Refund } from '../../examples/orders/orders-api-client';
 import type { ChaosIntent } from './chaos-plan';
 

@@ -5,9 +5,8 @@ import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main';
-import type { ToolResult } from '../../src/index';
-import { searchAttributes } from '../../src/shared/temporal';
+import type { ToolResult } from 'toolgate';
+import { runCli, searchAttributes } from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
@@ -34,7 +33,7 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; erro
     '--address',
     temporalAddress(),
   ];
-  const code = await main([...argv, ...common, '--task-queue', harness.taskQueue], {
+  const code = await runCli([...argv, ...common, '--task-queue', harness.taskQueue], {
     out: (text) => (out += `${text}\n`),
     error: (text) => (error += `${text}\n`),
   });
@@ -46,11 +45,11 @@ function call(caller: string, tool: string, args: string, ...extra: string[]) {
   return run('call', '--caller', caller, '--tool', tool, '--args', args, ...extra);
 }
 
-/** Runs `main` with exactly `argv`, nothing added. */
+/** Runs the CLI with exactly `argv`, nothing added. */
 async function runAlone(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
   let out = '';
   let error = '';
-  const code = await main(argv, {
+  const code = await runCli(argv, {
     out: (text) => (out += `${text}\n`),
     error: (text) => (error += `${text}\n`),
   });
@@ -129,7 +128,7 @@ describe('toolgate CLI', () => {
     expect(usage.code).toBe(2);
     expect(usage.error).toContain("error: required option '--caller <name>' not specified");
     let error = '';
-    const unreachable = await main(
+    const unreachable = await runCli(
       [
         'call',
         '--caller',
@@ -292,7 +291,7 @@ describe('toolgate dev', () => {
     let out = '';
     let error = '';
     let exitCode: number | undefined;
-    const exited = main(
+    const exited = runCli(
       ['dev', '--headless', '--namespace', namespace],
       { out: (text) => (out += `${text}\n`), error: (text) => (error += `${text}\n`) },
       { signal: stop.signal },

@@ -6,8 +6,9 @@ import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/se
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { DevServer } from '../../src/dev/dev-server';
-import { prepareNamespace, startDevServer, toolgateSearchAttributes } from '../../src/dev/dev-server';
+import { searchAttributes } from 'toolgate';
+import type { DevServer } from 'toolgate/testing';
+import { prepareNamespace, startDevServer } from 'toolgate/testing';
 
 const projectRoot = path.resolve(__dirname, '..', '..');
 const thirtyDaysInMilliseconds = 30 * 86_400_000;
@@ -65,7 +66,7 @@ describe('the local Temporal dev server', () => {
         RiskLevel: encodeSearchAttributeIndexedValueType('INT'),
       }),
     );
-    expect(Object.keys(toolgateSearchAttributes)).toHaveLength(6);
+    expect(Object.keys(searchAttributes)).toHaveLength(6);
   });
 
   it('frees its port once stopped', async () => {

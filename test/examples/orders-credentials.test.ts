@@ -12,9 +12,9 @@ import type { OrdersDatabase } from '../../examples/orders/service/orders-databa
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import type { CredentialCheck, VerifyCredential } from '../../examples/orders/service/orders-service';
-import { signCredential } from '../../src/keys/credential-token';
-import { generateKeyPairFiles, readPrivateKey, readPublicKeyHex } from '../../src/keys/key-files';
-import type { CredentialClaims } from '../../src/shared/approval';
+import { generateKeyPairFiles, readPrivateKey, readPublicKeyHex } from 'toolgate';
+import type { CredentialClaims } from 'toolgate/backend';
+import { signCredential } from 'toolgate/backend';
 import { caught } from '../support/caught';
 import type { RefundRequest } from '../support/refund-claims';
 import { claimsFor } from '../support/refund-claims';

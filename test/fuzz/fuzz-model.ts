@@ -3,9 +3,8 @@
 // requests each answer costs the orders service. Written apart from toolgate's own code: it reads
 // the policy file and the tool contracts (the specification), and keeps its maps in `Map`s.
 // Pure: no I/O.
-import type { PolicyFileInput } from '../../src/policy/policy-schema';
-import type { AnyToolContract } from '../../src/index';
-import { riskRank } from '../../src/index';
+import type { AnyToolContract, PolicyFileInput } from 'toolgate';
+import { riskRank } from 'toolgate';
 
 /** An order as the model needs it, read from the orders service before the run. */
 export interface ModelOrder {

@@ -4,8 +4,7 @@
 // retry later succeeds, and a task that keeps failing leaves its run open; both are read here.
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { sessionWorkflowType } from '../../src/shared/session';
-import { toolCallWorkflowType } from '../../src/shared/temporal';
+import { sessionWorkflowType, toolCallWorkflowType } from 'toolgate';
 
 const eventTypes = temporal.api.enums.v1.EventType;
 const taskFailedCauses = temporal.api.enums.v1.WorkflowTaskFailedCause;

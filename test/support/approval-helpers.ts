@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { ToolResult } from '../../src/index';
+import type { ToolResult } from 'toolgate';
 import type { ToolGateHarness } from './toolgate-harness';
 
 /**

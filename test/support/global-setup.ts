@@ -1,7 +1,7 @@
 import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 
-import { prepareNamespace, startDevServer } from '../../src/dev/dev-server';
+import { prepareNamespace, startDevServer } from 'toolgate/testing';
 
 declare module 'vitest' {
   export interface ProvidedContext {

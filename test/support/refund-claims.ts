@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { refundOrderContract } from '../../examples/orders/orders-contracts';
-import type { CredentialClaims } from '../../src/shared/approval';
-import { maxCredentialSeconds } from '../../src/shared/approval';
-import { digestOf } from '../../src/shared/canonical-json';
+import type { CredentialClaims } from 'toolgate/backend';
+import { digestOf, maxCredentialSeconds } from 'toolgate/backend';
 
 /** A refund as the orders client sends it. */
 export type RefundRequest = Parameters<OrdersApiClient['refund']>[0];

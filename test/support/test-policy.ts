@@ -1,4 +1,4 @@
-import type { PolicyFileInput } from '../../src/policy/policy-schema';
+import type { PolicyFileInput } from 'toolgate';
 
 /** The callers the tests' harness generates keys for. */
 export const testCallers = [

@@ -1,5 +1,5 @@
-import type { ImplementedTool } from '../../src/index';
-import { defineToolImplementation } from '../../src/index';
+import type { ImplementedTool } from 'toolgate';
+import { defineToolImplementation } from 'toolgate';
 import { echoShapeContract, explodeContract, missingFieldContract } from './test-tools';
 
 /** The secret the exploding tool puts in its error; it must appear in no ToolResult. */

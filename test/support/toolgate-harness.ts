@@ -9,21 +9,20 @@ import { createOrdersTools } from '../../examples/orders/orders-implementations'
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { KeyObject } from 'node:crypto';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
-import type { AuditStore, CallInput, ImplementedTool } from '../../src/index';
-import { ApprovalAdmin } from '../../src/admin/approvals';
-import { createCredentialMinter } from '../../src/keys/credential-minter';
-import type { CredentialMinter } from '../../src/keys/credential-minter';
-import { generateKeyPairFiles, keyPaths, readPrivateKey } from '../../src/keys/key-files';
-import type { PolicyFileInput } from '../../src/policy/policy-schema';
+import type { AuditStore, CallInput, CredentialMinter, ImplementedTool, PolicyFileInput } from 'toolgate';
 import {
+  ApprovalAdmin,
   checkPolicy,
+  createCredentialMinter,
   createToolRegistry,
+  generateKeyPairFiles,
+  keyPaths,
   openSqliteAuditStore,
+  readPrivateKey,
   resolveConfig,
   startToolGateWorker,
   ToolGateClient,
-} from '../../src/index';
-import { prebuildWorkflowBundle } from '../../src/workflow-bundle';
+} from 'toolgate';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import { createTestTools } from './test-tool-implementations';
@@ -71,8 +70,6 @@ let runtimeInstalled = false;
 export async function startHarness(input: {
   address: string;
   policy?: PolicyFileInput;
-  /** Run the worker with a bundle of this workflows module instead of toolgate's own (it must export toolgate's workflows too). */
-  workflowsPath?: string;
   /** Reuse this task queue (e.g. to restart a worker for the same calls). */
   taskQueue?: string;
   /** Reuse these keys (another harness's), so two harnesses serve the same callers. */
@@ -167,12 +164,6 @@ export async function startHarness(input: {
         session: { continueAsNewAfter: 6 },
       },
     });
-    const workflowBundle = input.workflowsPath
-      ? prebuildWorkflowBundle({
-          workflowsPath: input.workflowsPath,
-          outFile: join(directory, 'workflows.js'),
-        })
-      : undefined;
     const startWorker = async (): Promise<() => Promise<void>> => {
       const started = await startToolGateWorker({
         config,
@@ -180,7 +171,6 @@ export async function startHarness(input: {
         connection: nativeConnection,
         audit,
         minter,
-        ...(workflowBundle ? { workflowBundle } : {}),
       });
       const running = started.run();
       return async () => {

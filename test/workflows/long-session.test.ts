@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ToolResult } from '../../src/index';
-import { callOutcomeSignal, sessionWorkflowId } from '../../src/shared/session';
+import type { ToolResult } from 'toolgate';
+import { callOutcomeSignal, sessionWorkflowId } from 'toolgate';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { testPolicy } from '../support/test-policy';
 import { useHarness } from '../support/use-harness';

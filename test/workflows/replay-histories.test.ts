@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { toolGateWorkflowBundle } from '../../src/workflow-bundle';
+import { toolGateWorkflowBundle } from 'toolgate';
 
 const directory = join(__dirname, '..', 'histories');
 const files = readdirSync(directory).filter((file) => file.endsWith('.history.bin'));

@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../src/index';
-import { keyPaths, readPrivateKey, signValue } from '../../src/keys/key-files';
-import { capProposal } from '../../src/shared/proposal';
-import type { AdmissionDecision } from '../../src/shared/session';
-import { admitUpdate, sessionWorkflowId, sessionWorkflowType } from '../../src/shared/session';
+import type { AdmissionDecision, AuditRecord } from 'toolgate';
+import {
+  admitUpdate,
+  capProposal,
+  keyPaths,
+  readPrivateKey,
+  sessionWorkflowId,
+  sessionWorkflowType,
+  signValue,
+} from 'toolgate';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
-import { callOutcomeSignal, sessionWorkflowId } from '../../src/shared/session';
+import { callOutcomeSignal, sessionWorkflowId } from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';

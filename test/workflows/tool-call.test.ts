@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 import { explodeSecret } from '../support/test-tool-implementations';
-import type { ToolResult } from '../../src/index';
+import type { ToolResult } from 'toolgate';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { refundOrderContract } from '../../examples/orders/orders-contracts';
 

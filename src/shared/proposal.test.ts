@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, sha256Hex } from '../../src/shared/canonical-json';
+import { canonicalJson, sha256Hex } from './canonical-json';
 import {
   capProposal,
   deriveCallId,
@@ -9,7 +9,7 @@ import {
   maxArgumentsDepth,
   parseArguments,
   proposalArgumentsDigest,
-} from '../../src/shared/proposal';
+} from './proposal';
 
 const base = { session: 's1', caller: 'support-bot', tool: 'refund_order' };
 

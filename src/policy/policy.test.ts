@@ -1,13 +1,13 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ordersContracts, refundOrderContract } from '../../examples/orders/orders-contracts';
-import { evaluatePolicy } from '../../src/policy/evaluate-policy';
-import { checkPolicy, ConfigurationError, loadPolicyFile } from '../../src/policy/load-policy';
-import type { CallerPolicy } from '../../src/policy/policy-schema';
-import { generateKeyPairFiles } from '../../src/keys/key-files';
-import { createToolRegistry } from '../../src/tools/tool-registry';
+import { evaluatePolicy } from './evaluate-policy';
+import { checkPolicy, ConfigurationError, loadPolicyFile } from './load-policy';
+import type { CallerPolicy } from './policy-schema';
+import { generateKeyPairFiles } from '../keys/key-files';
+import { createToolRegistry } from '../tools/tool-registry';
 
 const inlineKey = `ed25519:${'ab'.repeat(32)}`;
 
@@ -35,7 +35,7 @@ describe('evaluatePolicy', () => {
       callerPolicy: supportBot,
     });
     expect(verdict).toMatchObject({
-      allowed: false,
+      ok: false,
       code: 'POLICY_LIMIT',
       riskLevel: 'critical',
       data: { max: 50_000 },
@@ -49,19 +49,19 @@ describe('evaluatePolicy', () => {
       caller: 'support-bot',
       callerPolicy: supportBot,
     });
-    expect(verdict).toEqual({ allowed: true, riskLevel: 'irreversible', needsApproval: true });
+    expect(verdict).toEqual({ ok: true, riskLevel: 'irreversible', needsApproval: true });
   });
 
   it('denies above the highest approvable level, and when approval is not available', () => {
     const base = { contract: refundOrderContract, caller: 'support-bot', callerPolicy: supportBot };
     const lowCeiling = { ...supportBot, approval: { ceiling: 'irreversible' as const } };
     expect(evaluatePolicy({ ...base, callerPolicy: lowCeiling, args: refund(20_000) })).toMatchObject({
-      allowed: false,
+      ok: false,
       code: 'PERMISSION_DENIED',
     });
     const noApproval = { ...supportBot, approval: undefined };
     expect(evaluatePolicy({ ...base, callerPolicy: noApproval, args: refund(2590) })).toMatchObject({
-      allowed: false,
+      ok: false,
       code: 'PERMISSION_DENIED',
     });
   });
@@ -73,13 +73,24 @@ describe('evaluatePolicy', () => {
       caller: 'ops',
       callerPolicy: { publicKey: 'callers/ops.pub', tools: ['refund_order'], autonomy: 'critical' },
     });
-    expect(verdict).toEqual({ allowed: true, riskLevel: 'critical', needsApproval: false });
+    expect(verdict).toEqual({ ok: true, riskLevel: 'critical', needsApproval: false });
   });
 });
 
 describe('policy files', () => {
+  // Every folder a test makes, removed when the file's tests end.
+  const folders: string[] = [];
+  const folder = (prefix: string): string => {
+    const made = mkdtempSync(join(tmpdir(), prefix));
+    folders.push(made);
+    return made;
+  };
+  afterAll(() => {
+    for (const made of folders) rmSync(made, { recursive: true, force: true });
+  });
+
   const write = (content: string): string => {
-    const path = join(mkdtempSync(join(tmpdir(), 'toolgate-policy-')), 'policy.json');
+    const path = join(folder('toolgate-policy-'), 'policy.json');
     writeFileSync(path, content);
     return path;
   };
@@ -87,7 +98,7 @@ describe('policy files', () => {
   /** Loads a shipped policy with development keys for every caller and approver it names (as `npm start` does). */
   const loadShipped = (file: string) => {
     const path = join(__dirname, '../../examples/orders', file);
-    const keysDirectory = mkdtempSync(join(tmpdir(), 'toolgate-keys-'));
+    const keysDirectory = folder('toolgate-keys-');
     const named = JSON.parse(readFileSync(path, 'utf8')) as {
       callers: Record<string, unknown>;
       approvers: Record<string, unknown>;
@@ -118,7 +129,7 @@ describe('policy files', () => {
         caller: 'support-bot',
         callerPolicy: callerPolicy!,
       });
-      expect(verdict).toMatchObject({ allowed: true, needsApproval: true, riskLevel: 'critical' });
+      expect(verdict).toMatchObject({ ok: true, needsApproval: true, riskLevel: 'critical' });
       expect(callerPolicy?.approval?.quorum?.critical).toBe(2);
       // An irreversible refund (the demo's 2,590 cents) still needs one approval.
       expect(callerPolicy?.approval?.quorum?.irreversible ?? 1).toBe(1);

@@ -2,23 +2,19 @@ import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { evaluatePolicy } from '../policy/evaluate-policy';
-import type { CredentialClaims, SignedDecision } from '../shared/approval';
+import type { CredentialClaims, ExecutionApproval } from '../shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
 import type { RoundBinding } from '../shared/decision-rules';
 import { distinctApprovers, judgeDecision, quorumReached } from '../shared/decision-rules';
 import type { AnyToolContract } from '../tools/define-tool';
+import { createAdmissionTickets } from './admission-tickets';
+import type { AdmissionTickets } from './admission-tickets';
 import { signCredential } from './credential-token';
 
-/** The approval a write carries to the minter: the round it was approved in, with the signed decisions. */
-export interface ExecutionApproval {
-  round: number;
-  nonce: string;
-  previewDigest: string;
-  decisions: SignedDecision[];
-}
-
 /** Why the minter refused; the call is then `PERMISSION_DENIED` and nothing reaches the backend. */
+export type { ExecutionApproval };
+
 export class MintRefusal extends Error {
   override readonly name = 'MintRefusal';
 }
@@ -39,6 +35,8 @@ export interface CredentialMinter {
     args: Record<string, unknown>;
     approval?: ExecutionApproval;
   }): string;
+  /** Admission tickets, signed with the same key: they bind each call to its session's admission. */
+  readonly tickets: AdmissionTickets;
 }
 
 /** Creates the minter, holding the minter's private key and its own copy of the policy. */
@@ -47,12 +45,13 @@ export function createCredentialMinter(input: {
   policy: () => LoadedPolicy;
 }): CredentialMinter {
   return {
+    tickets: createAdmissionTickets({ privateKey: input.privateKey }),
     mint: ({ contract, caller, callId, runId, args, approval }) => {
       const policy = input.policy();
       const callerPolicy = policy.callerPolicy(caller);
       if (!callerPolicy) throw new MintRefusal(`caller ${caller} is not in the minter's policy`);
       const verdict = evaluatePolicy({ contract, args, caller, callerPolicy });
-      if (!verdict.allowed) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
+      if (!verdict.ok) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
       const argsDigest = digestOf(args);
       if (verdict.needsApproval) {
         if (!approval)

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineToolContract, ToolDefinitionError } from 'toolgate';
-import { defineToolImplementation } from '../../src/index';
-import { declaresDomainCode } from '../../src/tools/define-tool';
-import { createToolRegistry } from '../../src/tools/tool-registry';
-import { validateArguments } from '../../src/tools/validate-arguments';
+import { declaresDomainCode, defineToolContract, ToolDefinitionError } from './define-tool';
+import { defineToolImplementation } from './define-tool-implementation';
+import { createToolRegistry } from './tool-registry';
+import { validateArguments } from './validate-arguments';
 import {
   getOrderContract,
   ordersContracts,
@@ -105,15 +104,15 @@ describe('validateArguments', () => {
   it('refuses coercion: "2590" and 25.9 are not 2590', () => {
     const args = { order_id: 'ORD-1001', currency: 'BRL', reason: 'damaged' };
     expect(
-      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: '2590' } }).success,
+      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: '2590' } }).ok,
     ).toBe(false);
     expect(
-      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 25.9 } }).success,
+      validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 25.9 } }).ok,
     ).toBe(false);
     expect(
       validateArguments({ contract: refundOrderContract, value: { ...args, amount_cents: 2590 } }),
     ).toEqual({
-      success: true,
+      ok: true,
       args: { ...args, amount_cents: 2590 },
     });
   });

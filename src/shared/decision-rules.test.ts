@@ -2,18 +2,13 @@ import { generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { publicKeyHex, signValue } from '../../src/keys/key-files';
-import type { DecisionEnvelope, SignedDecision } from '../../src/shared/approval';
-import { approvalNonce } from '../../src/shared/approval';
-import { digestOf } from '../../src/shared/canonical-json';
-import { nameRecord } from '../../src/shared/own-records';
-import type { ApproverGrant, DecidedBy, RoundBinding } from '../../src/shared/decision-rules';
-import {
-  distinctApprovers,
-  isSignedDecision,
-  judgeDecision,
-  quorumReached,
-} from '../../src/shared/decision-rules';
+import { publicKeyHex, signValue } from '../keys/key-files';
+import type { DecisionEnvelope, SignedDecision } from './approval';
+import { approvalNonce } from './approval';
+import { digestOf } from './canonical-json';
+import { nameRecord } from './own-records';
+import type { ApproverGrant, DecidedBy, RoundBinding } from './decision-rules';
+import { distinctApprovers, isSignedDecision, judgeDecision, quorumReached } from './decision-rules';
 
 // The rules an approver's signed decision must pass for a round, without a Temporal server: the
 // workflow's validator and the credential minter both answer with these.

@@ -3,7 +3,7 @@ import { canonicalJson } from '../shared/canonical-json';
 import type { CredentialClaims } from '../shared/approval';
 import { maxCredentialSeconds } from '../shared/approval';
 import { verifySignature } from '../shared/signatures';
-import { signValue } from './key-files';
+import { signValue } from '../keys/key-files';
 
 /** Signs claims with the minter key: `base64url(canonical claims JSON) + "." + base64url(signature)`. */
 export function signCredential(input: { claims: CredentialClaims; privateKey: KeyObject }): string {

@@ -1,13 +1,9 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  credentialClockSkewSeconds,
-  signCredential,
-  verifyCredential,
-} from '../../src/keys/credential-token';
-import { publicKeyHex } from '../../src/keys/key-files';
-import type { CredentialClaims } from '../../src/shared/approval';
-import { maxCredentialSeconds } from '../../src/shared/approval';
+import { credentialClockSkewSeconds, signCredential, verifyCredential } from './credential-token';
+import { publicKeyHex } from '../keys/key-files';
+import type { CredentialClaims } from '../shared/approval';
+import { maxCredentialSeconds } from '../shared/approval';
 
 const minterKeys = generateKeyPairSync('ed25519');
 const now = 1_800_000_000;

@@ -1,15 +1,15 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { refundOrderContract } from '../../examples/orders/orders-contracts';
-import { createCredentialMinter } from '../../src/keys/credential-minter';
-import type { ExecutionApproval } from '../../src/keys/credential-minter';
-import { verifyCredential } from '../../src/keys/credential-token';
-import { publicKeyHex, signValue } from '../../src/keys/key-files';
-import { checkPolicy } from '../../src/policy/load-policy';
-import type { DecisionEnvelope, SignedDecision } from '../../src/shared/approval';
-import { approvalNonce, maxCredentialSeconds } from '../../src/shared/approval';
-import { digestOf } from '../../src/shared/canonical-json';
-import { createToolRegistry } from '../../src/tools/tool-registry';
+import { createCredentialMinter } from './credential-minter';
+import type { ExecutionApproval } from './credential-minter';
+import { verifyCredential } from './credential-token';
+import { publicKeyHex, signValue } from '../keys/key-files';
+import { checkPolicy } from '../policy/load-policy';
+import type { DecisionEnvelope, SignedDecision } from '../shared/approval';
+import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
+import { digestOf } from '../shared/canonical-json';
+import { createToolRegistry } from '../tools/tool-registry';
 
 const pair = () => generateKeyPairSync('ed25519');
 const minterKeys = pair();

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { publicKeyHex, signValue } from '../../src/keys/key-files';
-import { base64UrlToBytes, signedText, verifySignature } from '../../src/shared/signatures';
+import { publicKeyHex, signValue } from '../keys/key-files';
+import { base64UrlToBytes, signedText, verifySignature } from './signatures';
 
 const { privateKey, publicKey } = generateKeyPairSync('ed25519');
 const value = { callId: 'tc-1', amount_cents: 2590, nested: { b: 2, a: 1 } };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, digestOf } from '../../src/shared/canonical-json';
+import { canonicalJson, digestOf } from './canonical-json';
 
 /**
  * The recursive definition canonicalJson had before it walked with a stack, the bytes it must keep;
