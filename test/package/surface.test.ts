@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+
+// What each package entry exports at run time, by name: an export added or removed by accident fails
+// here, and a deliberate change is written down in this file (keep test/package-entries.test.ts's list
+// of toolgate/backend the same). Types leave no run-time trace; packed-package.test.ts type-checks a
+// project against the installed declarations. Inside this repository the entries resolve to src/.
+describe('the names each package entry exports', () => {
+  it('toolgate: contracts, implementations, policy, config, workers, client, approvals, audit, keys, the CLI and the wire protocol', async () => {
+    expect(Object.keys(await import('toolgate')).sort()).toEqual([
+      'ApprovalAdmin',
+      'ConfigurationError',
+      'MintRefusal',
+      'ToolDefinitionError',
+      'ToolGateClient',
+      'admitUpdate',
+      'approvalNonce',
+      'callOutcomeSignal',
+      'callStateQuery',
+      'capProposal',
+      'checkPolicy',
+      'createCredentialMinter',
+      'createToolGateWorker',
+      'createToolRegistry',
+      'decideUpdate',
+      'decisionRefusalCodes',
+      'defaultExecutionRetry',
+      'defaultTaskQueue',
+      'defineConfig',
+      'defineToolContract',
+      'defineToolImplementation',
+      'deriveCallId',
+      'endSessionUpdate',
+      'errorCodes',
+      'generateKeyPairFiles',
+      'keyPaths',
+      'loadConfig',
+      'loadPolicyFile',
+      'maxArgumentsBytes',
+      'maxArgumentsDepth',
+      'maxToolNameLength',
+      'openSqliteAuditStore',
+      'parseArguments',
+      'prepareNamespace',
+      'proposeUpdate',
+      'readPrivateKey',
+      'readPublicKeyHex',
+      'resetSessionUpdate',
+      'resolveConfig',
+      'riskLevels',
+      'riskRank',
+      'runCli',
+      'searchAttributes',
+      'sessionStatsQuery',
+      'sessionWorkflowId',
+      'sessionWorkflowType',
+      'signValue',
+      'signedText',
+      'startToolGateWorker',
+      'toolCallWorkflowType',
+      'toolGateWorkflowBundle',
+      'toolRejection',
+      'transientToolError',
+      'verifySignature',
+    ]);
+  });
+
+  it('toolgate/backend: what a backend needs to verify the credential of a call, without Temporal', async () => {
+    expect(Object.keys(await import('toolgate/backend')).sort()).toEqual([
+      'canonicalJson',
+      'credentialClockSkewSeconds',
+      'digestOf',
+      'maxCredentialSeconds',
+      'publicKeyHex',
+      'readPublicKeyHex',
+      'signCredential',
+      'verifyCredential',
+    ]);
+  });
+
+  it('toolgate/testing: a local Temporal server, and the checks of contracts and policy without one', async () => {
+    expect(Object.keys(await import('toolgate/testing')).sort()).toEqual([
+      'evaluatePolicy',
+      'prebuildWorkflowBundle',
+      'prepareNamespace',
+      'startDevServer',
+      'validateArguments',
+    ]);
+  });
+});
