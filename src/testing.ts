@@ -10,3 +10,7 @@ export { validateArguments } from './tools/validate-arguments';
 export type { ArgumentIssue, ArgumentValidation } from './tools/validate-arguments';
 export { evaluatePolicy } from './policy/evaluate-policy';
 export type { PolicyVerdict } from './policy/evaluate-policy';
+
+// A running toolgate for your own tests: a dev server, a worker for your tools, a client.
+export { startTestHarness } from './test-harness';
+export type { TestHarness } from './test-harness';

@@ -1,7 +1,6 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
-import type { AdmissionClaims } from '../credentials/admission-tickets';
 import type { CredentialMinter } from '../credentials/credential-minter';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import type {
@@ -133,12 +132,6 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       return evaluateCall({ context, check: input, admitted });
     },
 
-    /** Signs the session's admission of a proposal for a call (none without a minter key); a local activity. */
-    async issueAdmissionTicket(input: AdmissionClaims): Promise<{ ticket?: string }> {
-      const tickets = dependencies.minter?.tickets;
-      return tickets ? { ticket: tickets.issue(input) } : {};
-    },
-
     /** Reads the caller's part of the current policy, for the session's limits; a local activity. */
     async loadCallerPolicy(input: { caller: string }): Promise<SessionPolicySnapshot> {
       const snapshot = dependencies.policy().snapshotFor(input.caller);
@@ -146,9 +139,27 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       return continueAsNewAfter === undefined ? snapshot : { ...snapshot, continueAsNewAfter };
     },
 
-    /** Checks a proposal's signature with the caller's key, natively; run as a local activity. */
-    async checkProposalSignature(input: { caller: string; check: SignedProposal }): Promise<boolean> {
-      return isSigned({ snapshot: dependencies.policy().snapshotFor(input.caller), check: input.check });
+    /**
+     * A session's admission, in one local activity: the proposal's signature, checked natively with
+     * the caller's key, and, when it holds and the session's state admits the proposal (`admits`),
+     * the ticket its call is started with (none without a minter key).
+     */
+    async admitProposal(input: {
+      session: string;
+      proposalId: string;
+      admits: boolean;
+      check: SignedProposal;
+    }): Promise<{ signed: boolean; ticket?: string }> {
+      const { check } = input;
+      const signed = isSigned({ snapshot: dependencies.policy().snapshotFor(check.proposal.caller), check });
+      const tickets = dependencies.minter?.tickets;
+      if (!signed || !input.admits || !tickets) return { signed };
+      const ticket = tickets.issue({
+        session: input.session,
+        proposalId: input.proposalId,
+        callId: check.callId,
+      });
+      return { signed, ticket };
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */

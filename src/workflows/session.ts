@@ -10,7 +10,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SessionPolicySnapshot, ToolCallActivities } from '../activities/tool-call-activities';
-import type { AdmissionDecision, AdmissionRequest, OpenCircuit, SessionStats } from '../shared/session';
+import type {
+  AdmissionDecision,
+  AdmissionRequest,
+  CallOutcome,
+  OpenCircuit,
+  SessionStats,
+} from '../shared/session';
 import {
   admitUpdate,
   callOutcomeSignal,
@@ -83,6 +89,7 @@ const defaults: SessionLimits = {
  * of it when its history grows. Calls are not its children: a call waiting for approval outlives it.
  */
 export async function toolSession(input: SessionInput): Promise<SessionStats> {
+  const sessionId = input.session;
   const carried = input.carried;
   const sinks = proxySinks<ToolGateSinks>();
   const state = {
@@ -153,11 +160,15 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
 
   setHandler(sessionStatsQuery, stats);
 
-  setHandler(admitUpdate, (request) => {
-    // One admission at a time, in arrival order (a promise chain, FIFO): the counters are exact
-    // under concurrency even though an admission awaits a local activity.
+  /**
+   * Everything that changes the session's state runs here, one at a time in arrival order (a
+   * promise chain, FIFO): admissions, outcomes, resets and ends. The counters are exact under
+   * concurrency, and nothing changes between an admission's look at the state and its decision,
+   * although it awaits a local activity in between.
+   */
+  function inTurn<T>(change: () => T | Promise<T>): Promise<T> {
     busy++;
-    const run = admissions.then(() => admit(request));
+    const run = admissions.then(change);
     admissions = run.then(
       () => undefined,
       () => undefined,
@@ -165,9 +176,19 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     return run.finally(() => {
       busy--;
     });
-  });
+  }
+
+  setHandler(admitUpdate, (request) => inTurn(() => admit(request)));
 
   setHandler(callOutcomeSignal, (outcome) => {
+    void inTurn(() => countOutcome(outcome));
+  });
+
+  setHandler(resetSessionUpdate, ({ tool }) => inTurn(() => reset(tool)));
+
+  setHandler(endSessionUpdate, ({ reason }) => inTurn(() => end(reason)));
+
+  function countOutcome(outcome: CallOutcome): void {
     if (state.closed) return; // an ended session ignores late outcomes
     if (outcome.runId !== undefined) {
       const run = `${outcome.callId}/${outcome.runId}`;
@@ -193,9 +214,9 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       }
     }
     showDetails();
-  });
+  }
 
-  setHandler(resetSessionUpdate, ({ tool }) => {
+  function reset(tool: string | undefined): SessionStats {
     for (const name of Object.keys(state.openCircuits)) {
       if (tool === undefined || tool === name) {
         delete state.openCircuits[name];
@@ -204,16 +225,16 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     }
     showDetails();
     return stats();
-  });
+  }
 
-  setHandler(endSessionUpdate, ({ reason }) => {
+  function end(reason: string | undefined): SessionStats {
     if (!state.closed) {
       state.closed = true;
       state.closedReason = reason ?? 'ended';
     }
     showDetails();
     return stats();
-  });
+  }
 
   async function admit(request: AdmissionRequest): Promise<AdmissionDecision> {
     const recorded = recentAdmissions.get(request.proposalId);
@@ -225,13 +246,14 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     });
     // The caller's limits, loaded once per run (its first admission).
     await snapshotOf(proposal.caller);
-    const signed = await signedByWorker(request);
+    const owned =
+      proposal.session === input.session && (state.caller === undefined || state.caller === proposal.caller);
+    // One local activity checks the signature and, for a proposal this state admits, signs its
+    // ticket. Nothing else changes the state until this admission ends (`inTurn`), so the decision
+    // below is the one foreseen here: a refused proposal never gets a ticket, in history or anywhere.
+    const checked = await checkedByWorker({ request, admits: owned && foresee(request) });
     // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
-    if (
-      !signed ||
-      proposal.session !== input.session ||
-      (state.caller !== undefined && state.caller !== proposal.caller)
-    ) {
+    if (!checked.signed || !owned) {
       const refused = reject('UNAUTHENTICATED_CALLER', notSessionOwnerMessage(proposal));
       auditRefusal(request, refused.result);
       return refused;
@@ -239,8 +261,8 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     state.caller ??= proposal.caller;
     lastActivityAt = Date.now();
     const decided = decide(request, reject);
-    // Only an admitted proposal gets a ticket, signed after the decision: a refusal leaves none in history.
-    const decision = decided.admitted ? { ...decided, ...(await ticketFor(request)) } : decided;
+    const decision =
+      decided.admitted && checked.ticket !== undefined ? { ...decided, ticket: checked.ticket } : decided;
     recentAdmissions.set(request.proposalId, decision);
     if (recentAdmissions.size > recentAdmissionsKept) {
       recentAdmissions.delete(recentAdmissions.keys().next().value as string);
@@ -252,6 +274,15 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     }
     showDetails();
     return decision;
+  }
+
+  /** Whether `decide` would admit the request now, without changing anything. */
+  function foresee(request: AdmissionRequest): boolean {
+    if (state.closed) return false;
+    const { stepBudget, loopLimit } = limits();
+    if (state.steps + 1 > stepBudget) return false;
+    if ((state.loopCounts[request.callId] ?? 0) + 1 > loopLimit) return false;
+    return !state.openCircuits[request.proposal.tool];
   }
 
   function decide(
@@ -301,34 +332,23 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     });
   }
 
-  /** The worker's ticket for an admitted proposal; without one (no minter key, a failure) the call cannot run. */
-  async function ticketFor(request: AdmissionRequest): Promise<{ ticket?: string }> {
+  /**
+   * The signature, checked natively by the worker, and the admission ticket when `admits` (a local
+   * activity, in this workflow task). Without a ticket (no minter key, a failure) the call cannot run.
+   */
+  async function checkedByWorker(input: {
+    request: AdmissionRequest;
+    admits: boolean;
+  }): Promise<{ signed: boolean; ticket?: string }> {
+    const { request } = input;
     try {
       return await proxyLocalActivities<ToolCallActivities>({
         startToCloseTimeout: '5s',
         retry: { maximumAttempts: 3 },
-      }).issueAdmissionTicket({
-        session: input.session,
+      }).admitProposal({
+        session: sessionId,
         proposalId: request.proposalId,
-        callId: request.callId,
-      });
-    } catch (error) {
-      log.error('session could not get an admission ticket', {
-        session: input.session,
-        error: String(error),
-      });
-      return {};
-    }
-  }
-
-  /** The signature, checked natively by the worker (a local activity, in this workflow task). */
-  async function signedByWorker(request: AdmissionRequest): Promise<boolean> {
-    try {
-      return await proxyLocalActivities<ToolCallActivities>({
-        startToCloseTimeout: '5s',
-        retry: { maximumAttempts: 3 },
-      }).checkProposalSignature({
-        caller: request.proposal.caller,
+        admits: input.admits,
         check: {
           callId: request.callId,
           proposal: request.proposal,
@@ -336,8 +356,8 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
         },
       });
     } catch (error) {
-      log.error('session could not check a signature', { session: input.session, error: String(error) });
-      return false;
+      log.error('session could not check a proposal', { session: sessionId, error: String(error) });
+      return { signed: false };
     }
   }
 
@@ -361,6 +381,11 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   // Live until ended or idle; continue as new when the history grows (Temporal's suggestion, or the test threshold).
   for (;;) {
     const woke = await untilIdleOrWoken();
+    if (!woke && busy > 0) {
+      // Something in flight is activity: let it finish, then judge idleness again.
+      await condition(() => busy === 0);
+      continue;
+    }
     if (!woke) {
       state.closed = true;
       state.closedReason = 'idle';

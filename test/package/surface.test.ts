@@ -77,12 +77,13 @@ describe('the names each package entry exports', () => {
     ]);
   });
 
-  it('toolgate/testing: a local Temporal server, and the checks of contracts and policy without one', async () => {
+  it('toolgate/testing: a harness for your own tests, a local Temporal server, and the checks of contracts and policy without one', async () => {
     expect(Object.keys(await import('toolgate/testing')).sort()).toEqual([
       'evaluatePolicy',
       'prebuildWorkflowBundle',
       'prepareNamespace',
       'startDevServer',
+      'startTestHarness',
       'validateArguments',
     ]);
   });

@@ -189,18 +189,18 @@ describe('refusals at session admission are in the audit store, once per proposa
     expect(await harness.orders.api.refundCount()).toBe(0);
   });
 
-  it('records a SESSION_CLOSED refusal once when the session ends while it decides the admission', async () => {
+  it('records a SESSION_CLOSED refusal once when the session ends just before it decides the admission', async () => {
     const session = harness.newSession();
     expect((await harness.client.call(getOrder(session, 'test-refunder', 'ORD-1001'))).ok).toBe(true);
     const proposed = getOrder(session, 'test-refunder', 'ORD-1002');
     let admission: Promise<Admission> | undefined;
     let ended: Promise<unknown> | undefined;
-    // With no worker, the admission and the end wait at the server and reach the session together:
-    // the end closes it while the admission awaits its signature check.
+    // With no worker, the end and the admission wait at the server and reach the session together;
+    // the session takes them in arrival order, so the end closes it before the admission is decided.
     await harness.restartWorker(async () => {
-      admission = admit(proposed);
-      await sleep(1_000);
       ended = harness.client.endSession(session, { reason: 'user left' });
+      await sleep(1_000);
+      admission = admit(proposed);
       await sleep(1_000);
     });
     const refused = await admission!;
