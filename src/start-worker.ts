@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { NativeConnection } from '@temporalio/worker';
 import type { Worker } from '@temporalio/worker';
 import { openSqliteAuditStore } from './audit/audit-store';
@@ -66,8 +67,15 @@ export async function startToolGateWorker(input: {
   });
   const tools = await config.implementations();
   const closers: (() => unknown)[] = [];
+  // Best-effort, in reverse: one that fails does not keep the others open.
   const closeAll = async (): Promise<void> => {
-    for (const close of closers.splice(0).reverse()) await close();
+    for (const close of closers.splice(0).reverse()) {
+      try {
+        await close();
+      } catch {
+        // already closed, or closing failed: nothing more to do for it
+      }
+    }
   };
   try {
     const audit = input.audit ?? openSqliteAuditStore({ path: config.auditPath });
@@ -104,12 +112,10 @@ export async function startToolGateWorker(input: {
       taskQueue,
       run,
       stop: async () => {
-        if (!running) {
-          await closeAll();
-          return;
-        }
-        worker.shutdown();
-        await running;
+        // A worker that never ran is run and shut down at once, so its native half is released too.
+        const done = run();
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await done.catch(() => undefined);
       },
     };
   } catch (error) {
@@ -121,11 +127,8 @@ export async function startToolGateWorker(input: {
 /** The worker's credential minter, when the minter key exists in the keys directory. */
 function minterFromKeys(input: { config: LoadedConfig; policy: LoadedPolicy }): CredentialMinter | undefined {
   const path = keyPaths({ directory: input.config.keysDirectory, owner: { kind: 'minter' } }).privateKey;
-  let privateKey;
-  try {
-    privateKey = readPrivateKey(path);
-  } catch {
-    return undefined;
-  }
+  if (!existsSync(path)) return undefined; // no minter key: writes carry no credential, calls no ticket
+  // A key that exists but cannot be read stops the worker: it never runs without tickets by accident.
+  const privateKey = readPrivateKey(path);
   return createCredentialMinter({ privateKey, policy: () => input.policy });
 }

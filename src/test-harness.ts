@@ -57,8 +57,15 @@ export async function startTestHarness(input: {
 }): Promise<TestHarness> {
   const { config } = input;
   const stops: (() => Promise<unknown>)[] = [];
+  // Best-effort, in reverse: a part that fails to stop does not leave the others running.
   const stopAll = async (): Promise<void> => {
-    for (const stop of stops.splice(0).reverse()) await stop();
+    for (const stop of stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch {
+        // already stopped, or stopping failed: nothing more to do for it
+      }
+    }
   };
   try {
     generateDevelopmentKeys(config);
@@ -80,7 +87,7 @@ export async function startTestHarness(input: {
     if (input.address === undefined) await prepareNamespace({ connection, namespace });
     const taskQueue = `test-${randomUUID()}`;
     const worker = await startToolGateWorker({ config, target: { address, namespace, taskQueue } });
-    const running = worker.run();
+    const running = worker.run().catch(() => undefined);
     stops.push(async () => {
       await worker.stop();
       await running;

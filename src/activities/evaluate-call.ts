@@ -46,10 +46,13 @@ export function evaluateCall(input: {
   const { context, check } = input;
   const { proposal, callId } = check;
   const snapshot = context.policy.snapshotFor(proposal.caller);
+  const authenticated = isSigned({ snapshot, check });
   const record = {
     policyVersion: snapshot.version,
     callerKeyHex: snapshot.callerKeyHex,
-    authenticated: isSigned({ snapshot, check }),
+    authenticated,
+    // Asked only for a signed proposal.
+    admitted: authenticated && input.admitted(check),
     approvers: snapshot.approvers,
   };
   const refuse = (refusal: EvaluationRefusal, extra: Partial<CallEvaluation> = {}): CallEvaluation => ({
@@ -62,7 +65,7 @@ export function evaluateCall(input: {
     return refuse({ code: 'UNAUTHENTICATED_CALLER', message: unauthenticatedMessage(proposal) });
   }
 
-  if (!input.admitted(check)) {
+  if (!record.admitted) {
     return refuse({ code: 'SESSION_REQUIRED', message: sessionRequiredMessage(proposal) });
   }
 

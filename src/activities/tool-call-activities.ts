@@ -13,7 +13,9 @@ import type {
   ToolCapabilities,
 } from '../shared/call-evaluation';
 import type { CallOutcome } from '../shared/session';
-import { callOutcomeSignal } from '../shared/session';
+import { callOutcomeSignal, sessionWorkflowId, sessionWorkflowType } from '../shared/session';
+import { digestOf } from '../shared/canonical-json';
+import type { AdmissionClaims } from '../credentials/admission-tickets';
 import type { ExecutionRetry } from '../tools/define-tool';
 import { declaresDomainCode } from '../tools/define-tool';
 import type {
@@ -125,9 +127,11 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       const admitted = (check: SignedProposal): boolean =>
         !tickets ||
         (check.proposalId !== undefined &&
+          check.runStartedAtMs !== undefined &&
           tickets.holds({
-            claims: { session: check.proposal.session, proposalId: check.proposalId, callId: check.callId },
+            claims: admissionClaims({ ...check, proposalId: check.proposalId }),
             ticket: check.admission,
+            runStartedAtMs: check.runStartedAtMs,
           }));
       return evaluateCall({ context, check: input, admitted });
     },
@@ -154,12 +158,20 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       const signed = isSigned({ snapshot: dependencies.policy().snapshotFor(check.proposal.caller), check });
       const tickets = dependencies.minter?.tickets;
       if (!signed || !input.admits || !tickets) return { signed };
-      const ticket = tickets.issue({
-        session: input.session,
-        proposalId: input.proposalId,
-        callId: check.callId,
-      });
-      return { signed, ticket };
+      // Only the session's own workflow issues its tickets: a workflow a raw client started under
+      // another id (or of another type) with this session's name in its input gets none.
+      const { workflowExecution, workflowType } = Context.current().info;
+      if (
+        workflowType !== sessionWorkflowType ||
+        workflowExecution?.workflowId !== sessionWorkflowId(input.session)
+      ) {
+        log.warn('a workflow that is not the session asked for an admission ticket', {
+          session: input.session,
+        });
+        return { signed };
+      }
+      const claims = admissionClaims({ ...check, proposalId: input.proposalId });
+      return { signed, ticket: tickets.issue(claims, Date.now()) };
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */
@@ -339,6 +351,16 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         throw error;
       }
     },
+  };
+}
+
+/** What a ticket covers: the session, the proposal (its id and digest) and the call. */
+function admissionClaims(check: SignedProposal & { proposalId: string }): AdmissionClaims {
+  return {
+    session: check.proposal.session,
+    proposalId: check.proposalId,
+    callId: check.callId,
+    proposalDigest: digestOf({ callId: check.callId, proposal: check.proposal }),
   };
 }
 

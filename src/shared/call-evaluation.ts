@@ -26,6 +26,8 @@ export interface SignedProposal {
   signature?: string;
   /** The session's admission ticket for this proposal and call. */
   admission?: string;
+  /** When the call's run started (server time, ms): a ticket holds only for a run started soon after it. */
+  runStartedAtMs?: number;
 }
 
 /** The human approval a call needs, from the caller's policy, computed once. */
@@ -63,8 +65,10 @@ interface EvaluationRecord {
   policyVersion: string;
   /** The caller's public key (raw hex), so proposals that join the call are checked with it. */
   callerKeyHex: string | null;
-  /** Whether the proposal is signed with the caller's key: only then is the outcome reported to the session. */
+  /** Whether the proposal is signed with the caller's key. */
   authenticated: boolean;
+  /** Whether its session admitted it (a valid ticket): only then is the outcome reported to the session. */
+  admitted: boolean;
   /** Every approver's key and grants, for the decision validator. */
   approvers: Record<string, ApproverGrant>;
   /** Set once the arguments validated (also on a policy refusal, for the audit record). */

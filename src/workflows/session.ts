@@ -30,6 +30,7 @@ import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
 import {
   circuitOpenMessage,
+  internalErrorMessage,
   loopDetectedMessage,
   notSessionOwnerMessage,
   sessionClosedMessage,
@@ -90,7 +91,8 @@ const defaults: SessionLimits = {
  */
 export async function toolSession(input: SessionInput): Promise<SessionStats> {
   const sessionId = input.session;
-  const carried = input.carried;
+  // Only a continue-as-new carries state: a run a raw client starts with `carried` in its input starts afresh.
+  const carried = workflowInfo().continuedFromExecutionRunId !== undefined ? input.carried : undefined;
   const sinks = proxySinks<ToolGateSinks>();
   const state = {
     caller: carried?.caller,
@@ -113,8 +115,8 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   let busy = 0;
   let admissions: Promise<void> = Promise.resolve();
 
-  const limits = (): SessionLimits => {
-    const snapshot = state.caller ? snapshots.get(state.caller) : undefined;
+  const limits = (caller: string | undefined = state.caller): SessionLimits => {
+    const snapshot = caller ? snapshots.get(caller) : undefined;
     // Until this run has loaded the caller's policy, the previous run's view of it holds.
     if (!snapshot && carried?.limits) return carried.limits;
     const session = snapshot?.callerPolicy?.session;
@@ -178,15 +180,42 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     });
   }
 
-  setHandler(admitUpdate, (request) => inTurn(() => admit(request)));
+  // Validators refuse what is not shaped like its message before it reaches the state, so a raw
+  // client's malformed update is refused instead of failing the session's workflow task.
+  setHandler(admitUpdate, (request) => inTurn(() => admit(request)), {
+    validator: (request) => {
+      if (!isAdmissionRequest(request)) throw new Error('not an admission request');
+    },
+  });
 
   setHandler(callOutcomeSignal, (outcome) => {
+    if (!isCallOutcome(outcome)) return; // not an outcome: nothing to count
     void inTurn(() => countOutcome(outcome));
   });
 
-  setHandler(resetSessionUpdate, ({ tool }) => inTurn(() => reset(tool)));
+  setHandler(resetSessionUpdate, ({ tool }) => inTurn(() => reset(tool)), {
+    validator: (options) => {
+      if (
+        typeof options !== 'object' ||
+        options === null ||
+        !optionalString((options as { tool?: unknown }).tool)
+      ) {
+        throw new Error('reset takes { tool?: string }');
+      }
+    },
+  });
 
-  setHandler(endSessionUpdate, ({ reason }) => inTurn(() => end(reason)));
+  setHandler(endSessionUpdate, ({ reason }) => inTurn(() => end(reason)), {
+    validator: (options) => {
+      if (
+        typeof options !== 'object' ||
+        options === null ||
+        !optionalString((options as { reason?: unknown }).reason)
+      ) {
+        throw new Error('end takes { reason?: string }');
+      }
+    },
+  });
 
   function countOutcome(outcome: CallOutcome): void {
     if (state.closed) return; // an ended session ignores late outcomes
@@ -253,6 +282,12 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     // below is the one foreseen here: a refused proposal never gets a ticket, in history or anywhere.
     const checked = await checkedByWorker({ request, admits: owned && foresee(request) });
     // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
+    if (checked.failed) {
+      // The worker could not check it: not a forgery, and nothing counted. The model is told so.
+      const failed = reject('INTERNAL_ERROR', internalErrorMessage);
+      auditRefusal(request, failed.result);
+      return failed;
+    }
     if (!checked.signed || !owned) {
       const refused = reject('UNAUTHENTICATED_CALLER', notSessionOwnerMessage(proposal));
       auditRefusal(request, refused.result);
@@ -279,7 +314,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   /** Whether `decide` would admit the request now, without changing anything. */
   function foresee(request: AdmissionRequest): boolean {
     if (state.closed) return false;
-    const { stepBudget, loopLimit } = limits();
+    const { stepBudget, loopLimit } = limits(request.proposal.caller);
     if (state.steps + 1 > stepBudget) return false;
     if ((state.loopCounts[request.callId] ?? 0) + 1 > loopLimit) return false;
     return !state.openCircuits[request.proposal.tool];
@@ -339,7 +374,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   async function checkedByWorker(input: {
     request: AdmissionRequest;
     admits: boolean;
-  }): Promise<{ signed: boolean; ticket?: string }> {
+  }): Promise<{ signed: boolean; ticket?: string; failed?: true }> {
     const { request } = input;
     try {
       return await proxyLocalActivities<ToolCallActivities>({
@@ -357,7 +392,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       });
     } catch (error) {
       log.error('session could not check a proposal', { session: sessionId, error: String(error) });
-      return { signed: false };
+      return { signed: false, failed: true };
     }
   }
 
@@ -433,4 +468,39 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       if (woke && wake()) return true;
     }
   }
+}
+
+function optionalString(value: unknown): boolean {
+  return value === undefined || typeof value === 'string';
+}
+
+function isAdmissionRequest(value: unknown): value is AdmissionRequest {
+  const request = value as Partial<AdmissionRequest> | null;
+  const proposal = request?.proposal;
+  return (
+    typeof request === 'object' &&
+    request !== null &&
+    typeof request.proposalId === 'string' &&
+    typeof request.callId === 'string' &&
+    optionalString(request.signature) &&
+    typeof proposal === 'object' &&
+    proposal !== null &&
+    typeof proposal.session === 'string' &&
+    typeof proposal.caller === 'string' &&
+    typeof proposal.tool === 'string' &&
+    typeof proposal.rawArguments === 'string'
+  );
+}
+
+function isCallOutcome(value: unknown): value is CallOutcome {
+  const outcome = value as Partial<CallOutcome> | null;
+  return (
+    typeof outcome === 'object' &&
+    outcome !== null &&
+    typeof outcome.callId === 'string' &&
+    optionalString(outcome.runId) &&
+    typeof outcome.tool === 'string' &&
+    typeof outcome.code === 'string' &&
+    typeof outcome.ok === 'boolean'
+  );
 }

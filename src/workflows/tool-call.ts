@@ -116,6 +116,7 @@ async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
       proposal: call.proposal,
       ...(call.input.signature !== undefined ? { signature: call.input.signature } : {}),
       ...(call.input.admission !== undefined ? { admission: call.input.admission } : {}),
+      runStartedAtMs: workflowInfo().runStartTime.getTime(),
     });
   } catch (error) {
     log.error('call could not be evaluated', { callId: call.callId, error: String(error) });
@@ -466,7 +467,7 @@ class CallRun {
       }).finishToolCall({
         record: this.auditRecord(result),
         // Only an authenticated proposal's outcome counts in its session.
-        ...(this.evaluation?.authenticated
+        ...(this.evaluation?.authenticated && this.evaluation.admitted
           ? { report: { sessionWorkflowId: sessionWorkflowId(this.proposal.session), outcome } }
           : {}),
       });

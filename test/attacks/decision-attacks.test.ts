@@ -554,7 +554,9 @@ describe('a run tampered with through a raw Temporal client', () => {
     await expectStillPending(larger.callId);
   });
 
-  it('refuses a pending call restarted with other arguments signed by the caller itself for that id as IDEMPOTENCY_CONFLICT, and refunds nothing', async () => {
+  // The session's ticket covers the proposal it admitted (its digest): other arguments under it, even
+  // signed by the caller, are a call its session never admitted.
+  it('refuses a pending call restarted with other arguments signed by the caller itself for that id as SESSION_REQUIRED, and refunds nothing', async () => {
     const pending = await proposeRefund();
     const genuine = await startInputOf(pending.callId);
     const proposal = { ...genuine.proposal, rawArguments: harness.refundArguments({ amount_cents: 9_000 }) };
@@ -565,7 +567,7 @@ describe('a run tampered with through a raw Temporal client', () => {
     });
     await restartWith(pending.callId, { ...genuine, proposal, signature });
     expect(await harness.client.result(pending.callId, { wait: true })).toMatchObject({
-      code: 'IDEMPOTENCY_CONFLICT',
+      code: 'SESSION_REQUIRED',
       effect: 'none',
     });
     expect(await appliedRefunds()).toBe(0);

@@ -11,6 +11,7 @@ import {
   keyPaths,
   proposeUpdate,
   readPrivateKey,
+  sessionStatsQuery,
   sessionWorkflowId,
   sessionWorkflowType,
   signValue,
@@ -365,6 +366,62 @@ describe('proposals to an ended session', () => {
     await harness.client.endSession(session);
 
     const proposal = proposalOf({ session, caller: 'test-refunder' });
+    const result = await proposeRaw({
+      ...proposal,
+      signature: signatureOf(proposal, callerKey('test-refunder')),
+    });
+    expect(result).toMatchObject({ ok: false, code: 'SESSION_REQUIRED', effect: 'none' });
+    expect(await appliedRefunds()).toBe(0);
+  });
+});
+
+describe('admission tickets come only from the session itself', () => {
+  it('gives no ticket to a session workflow a raw client started under another id, with carried state of its own', async () => {
+    const session = harness.newSession();
+    const proposal = proposalOf({ session, caller: 'test-refunder' });
+    const proposalId = randomUUID();
+    const lookAlikeId = `look-alike-${randomUUID()}`;
+    // A look-alike session: toolgate's own workflow type, another id, a forged `carried` that would
+    // reset the budget if it were believed.
+    const decision = await harness.temporal.workflow.executeUpdateWithStart(admitUpdate, {
+      args: [{ proposalId, ...proposal, signature: signatureOf(proposal, callerKey('test-refunder')) }],
+      updateId: `admit-${proposalId}`,
+      startWorkflowOperation: new WithStartWorkflowOperation(sessionWorkflowType, {
+        workflowId: lookAlikeId,
+        taskQueue: harness.taskQueue,
+        args: [
+          {
+            session,
+            carried: {
+              closed: false,
+              steps: 0,
+              loopCounts: {},
+              streaks: {},
+              openCircuits: {},
+              codeCounts: {},
+              recentAdmissions: [],
+              limits: {
+                stepBudget: 1_000_000,
+                loopLimit: 1_000_000,
+                circuitThreshold: 1_000_000,
+                idleTimeoutMs: 60_000,
+              },
+              generation: 7,
+            },
+          },
+        ],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    });
+    expect(decision).toMatchObject({ admitted: true });
+    expect(decision.admitted && decision.ticket).toBeFalsy();
+    // The carried state was not believed: the look-alike started afresh, with the default budget.
+    expect(await harness.temporal.workflow.getHandle(lookAlikeId).query(sessionStatsQuery)).toMatchObject({
+      generation: 0,
+      steps: 1,
+      stepBudget: 25,
+    });
+    // And a call started with what it answered runs nothing.
     const result = await proposeRaw({
       ...proposal,
       signature: signatureOf(proposal, callerKey('test-refunder')),
