@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { acceptsConnections } from '../support/accepts-connections';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
@@ -65,19 +65,6 @@ async function waitFor<T>(read: () => T | undefined, timeoutMs = 90_000): Promis
     if (Date.now() > deadline) throw new Error(`nothing after ${timeoutMs} ms`);
     await delay(100);
   }
-}
-
-/** Whether something accepts TCP connections on `host:port`. */
-function acceptsConnections(address: string): Promise<boolean> {
-  const [host = '', port = ''] = address.split(':');
-  return new Promise((resolve) => {
-    const socket = connect({ host, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 describe('toolgate CLI', () => {

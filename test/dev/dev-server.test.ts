@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { acceptsConnections } from '../support/accepts-connections';
 import path from 'node:path';
 
 import { Connection } from '@temporalio/client';
@@ -12,19 +12,6 @@ import { prepareNamespace, startDevServer } from 'toolgate/testing';
 
 const projectRoot = path.resolve(__dirname, '..', '..');
 const thirtyDaysInMilliseconds = 30 * 86_400_000;
-
-/** Whether something accepts TCP connections on the address. */
-function acceptsConnections({ address }: { address: string }): Promise<boolean> {
-  const [host = '', port = ''] = address.split(':');
-  return new Promise((resolve) => {
-    const socket = connect({ host, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 describe('the local Temporal dev server', () => {
   let server: DevServer;
@@ -71,10 +58,10 @@ describe('the local Temporal dev server', () => {
 
   it('frees its port once stopped', async () => {
     await connection.close();
-    expect(await acceptsConnections({ address: server.address })).toBe(true);
+    expect(await acceptsConnections(server.address)).toBe(true);
 
     await server.stop();
 
-    expect(await acceptsConnections({ address: server.address })).toBe(false);
+    expect(await acceptsConnections(server.address)).toBe(false);
   });
 });

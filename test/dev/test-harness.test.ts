@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { acceptsConnections } from '../support/accepts-connections';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -32,18 +32,6 @@ const addNoteTool = defineToolImplementation(addNote, {
 
 const directory = mkdtempSync(join(tmpdir(), 'toolgate-test-harness-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
-
-function portOpen(address: string): Promise<boolean> {
-  const [host, port] = address.split(':');
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 describe('toolgate/testing: a harness for a user’s own tests', () => {
   it('starts a dev server, keys, a worker and a client for the user’s tools, runs an approved write once, and stops it all', async () => {
@@ -89,6 +77,6 @@ describe('toolgate/testing: a harness for a user’s own tests', () => {
     } finally {
       await harness.stop();
     }
-    expect(await portOpen(harness.address)).toBe(false);
+    expect(await acceptsConnections(harness.address)).toBe(false);
   });
 });
