@@ -159,16 +159,23 @@ export function evaluateCall(input: {
   };
 }
 
+// A contract is fixed for the life of its registry: its digest is computed once, not per call.
+const contractDigests = new WeakMap<AnyToolContract, string>();
+
 /** The contract a call is judged by, as a digest: what the model sees, the effect, the codes and the key fields. */
 function contractDigestOf(input: { contract: AnyToolContract; registry: ToolRegistry }): string {
   const { contract } = input;
+  const known = contractDigests.get(contract);
+  if (known !== undefined) return known;
   const [definition] = input.registry.definitions({ only: [contract.name] });
-  return digestOf({
+  const digest = digestOf({
     definition: definition ?? null,
     effect: contract.effect,
     domainCodes: contract.domainCodes,
     idempotencyFields: contract.idempotencyFields ?? null,
   });
+  contractDigests.set(contract, digest);
+  return digest;
 }
 
 function summaryOf(input: { contract: AnyToolContract; args: Record<string, unknown> }): string {

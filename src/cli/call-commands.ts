@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import type { ToolResult } from '../shared/tool-result';
 import { loadPolicyFile } from '../policy/load-policy';
 import { createToolRegistry } from '../tools/tool-registry';
-import type { CliContext, GlobalOptions } from './cli-context';
+import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { commandAction, configOf, withClient } from './cli-context';
 import { formatResult } from './format-result';
 
@@ -38,8 +39,7 @@ export function addCallCommands(program: Command, context: CliContext): void {
             ...(options.intent !== undefined ? { intentId: options.intent } : {}),
           }),
         );
-        output.out(options.json ? JSON.stringify(result) : formatResult(result));
-        return result.ok ? 0 : 1;
+        return printResult({ result, json: options.json, output });
       }),
     );
 
@@ -62,8 +62,7 @@ export function addCallCommands(program: Command, context: CliContext): void {
           );
           return 0;
         }
-        output.out(options.json ? JSON.stringify(result) : formatResult(result));
-        return result.ok ? 0 : 1;
+        return printResult({ result, json: options.json, output });
       }),
     );
 
@@ -90,4 +89,10 @@ export function addCallCommands(program: Command, context: CliContext): void {
         return 0;
       }),
     );
+}
+
+/** Prints a call's result (JSON or for people) and answers the exit code: 0 OK, 1 rejected. */
+function printResult(input: { result: ToolResult; json: boolean | undefined; output: CliOutput }): number {
+  input.output.out(input.json ? JSON.stringify(input.result) : formatResult(input.result));
+  return input.result.ok ? 0 : 1;
 }
