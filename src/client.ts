@@ -31,7 +31,8 @@ import {
 } from './shared/temporal';
 import type { ToolResult } from './shared/tool-result';
 import { rejection } from './shared/tool-result';
-import type { ToolContract, ToolInputSchema } from './tools/define-tool';
+import type { AnyToolContract, ToolContract, ToolInputSchema } from './tools/define-tool';
+import { ConfigurationError } from './policy/load-policy';
 import type { ToolDefinition, ToolRegistry } from './tools/tool-registry';
 import { createToolRegistry } from './tools/tool-registry';
 
@@ -211,6 +212,25 @@ export class ToolGateClient {
   definitions(caller?: string): ToolDefinition[] {
     if (caller === undefined || !this.policy) return this.registry.definitions();
     return this.registry.definitions({ only: this.policy.callerPolicy(caller)?.tools ?? [] });
+  }
+
+  /**
+   * The contracts of the tools `caller` may call, in registry order: what a provider adapter or the MCP
+   * server shows the model, and nothing else. Needs the client's `policy`.
+   */
+  toolsFor(caller: string): AnyToolContract[] {
+    if (!this.policy) {
+      throw new ConfigurationError(
+        'ToolGateClient: no policy was given, so the tools a caller may see are unknown; pass policy: loadPolicyFile({...}) to the client',
+      );
+    }
+    const allowed = new Set(this.policy.callerPolicy(caller)?.tools ?? []);
+    return this.registry.names.filter((name) => allowed.has(name)).map((name) => this.registry.get(name)!);
+  }
+
+  /** The contract of one tool by its exact name, or undefined. */
+  tool(name: string): AnyToolContract | undefined {
+    return this.registry.get(name);
   }
 
   private contractOf(proposal: Proposal) {

@@ -55,6 +55,28 @@ export { toolGateWorkflowBundle } from './workflow-bundle';
 export { ToolGateClient } from './client';
 export type { CallInput, ToolGateClientOptions } from './client';
 
+// Agents: the caller's tools in each provider's format, and a turn's tool calls run through toolgate.
+// (The Vercel AI SDK's tools are in `toolgate/ai-sdk`, the MCP server in `toolgate/mcp`.)
+export {
+  openAIChatTools,
+  openAIResponsesTools,
+  runOpenAIChatToolCalls,
+  runOpenAIResponsesFunctionCalls,
+} from './providers/openai';
+export type {
+  OpenAIChatTool,
+  OpenAIChatToolCall,
+  OpenAIChatToolMessage,
+  OpenAIResponsesFunctionCallOutput,
+  OpenAIResponsesTool,
+} from './providers/openai';
+export { anthropicTools, runAnthropicToolUses } from './providers/anthropic';
+export type { AnthropicTool, AnthropicToolResultBlock } from './providers/anthropic';
+export { absentOptionalNulls, inputJsonSchema, openAIStrictJsonSchema } from './providers/json-schema';
+export type { JsonSchema } from './providers/json-schema';
+export { runModelToolCalls } from './providers/provider-calls';
+export type { ModelToolCall, ProviderSession, StrictMode } from './providers/provider-calls';
+
 // Approvers: decisions from code.
 export { ApprovalAdmin } from './admin/approvals';
 export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './admin/approvals';

@@ -5,14 +5,16 @@ import { describe, expect, it } from 'vitest';
 // of toolgate/backend the same). Types leave no run-time trace; packed-package.test.ts type-checks a
 // project against the installed declarations. Inside this repository the entries resolve to src/.
 describe('the names each package entry exports', () => {
-  it('toolgate: contracts, implementations, policy, config, workers, client, approvals, audit, keys, the CLI and the wire protocol', async () => {
+  it('toolgate: contracts, implementations, policy, config, workers, client, provider formats, approvals, audit, keys, the CLI and the wire protocol', async () => {
     expect(Object.keys(await import('toolgate')).sort()).toEqual([
       'ApprovalAdmin',
       'ConfigurationError',
       'MintRefusal',
       'ToolDefinitionError',
       'ToolGateClient',
+      'absentOptionalNulls',
       'admitUpdate',
+      'anthropicTools',
       'approvalNonce',
       'callOutcomeSignal',
       'callStateQuery',
@@ -32,12 +34,16 @@ describe('the names each package entry exports', () => {
       'endSessionUpdate',
       'errorCodes',
       'generateKeyPairFiles',
+      'inputJsonSchema',
       'keyPaths',
       'loadConfig',
       'loadPolicyFile',
       'maxArgumentsBytes',
       'maxArgumentsDepth',
       'maxToolNameLength',
+      'openAIChatTools',
+      'openAIResponsesTools',
+      'openAIStrictJsonSchema',
       'openSqliteAuditStore',
       'parseArguments',
       'prepareNamespace',
@@ -48,7 +54,11 @@ describe('the names each package entry exports', () => {
       'resolveConfig',
       'riskLevels',
       'riskRank',
+      'runAnthropicToolUses',
       'runCli',
+      'runModelToolCalls',
+      'runOpenAIChatToolCalls',
+      'runOpenAIResponsesFunctionCalls',
       'searchAttributes',
       'sessionStatsQuery',
       'sessionWorkflowId',
@@ -75,6 +85,10 @@ describe('the names each package entry exports', () => {
       'signCredential',
       'verifyCredential',
     ]);
+  });
+
+  it("toolgate/ai-sdk: the caller's tools as Vercel AI SDK tools that run through toolgate", async () => {
+    expect(Object.keys(await import('toolgate/ai-sdk')).sort()).toEqual(['aiSdkTools']);
   });
 
   it('toolgate/testing: a harness for your own tests, a local Temporal server, and the checks of contracts and policy without one', async () => {

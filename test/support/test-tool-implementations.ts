@@ -11,7 +11,9 @@ export function createTestTools(): ImplementedTool[] {
     defineToolImplementation(echoShapeContract, {
       // The cast is the point: this implementation breaks its own contract when asked to.
       execute: async ({ args }) =>
-        args.broken ? ({ value: 'not a number' } as unknown as { value: number }) : { value: 7 },
+        args.broken
+          ? ({ value: 'not a number' } as unknown as { value: number })
+          : { value: 7, ...(args.label !== undefined ? { label: args.label } : {}) },
     }),
     defineToolImplementation(missingFieldContract, {
       // The cast is the point: `label` is missing.

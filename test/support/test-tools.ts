@@ -8,8 +8,11 @@ export const echoShapeContract = defineToolContract({
   name: 'echo_shape',
   description:
     'Test tool: returns a record; with broken=true it returns one that breaks its output contract.',
-  input: z.strictObject({ broken: z.boolean().describe('whether to answer with a broken shape') }),
-  output: z.strictObject({ value: z.int() }),
+  input: z.strictObject({
+    broken: z.boolean().describe('whether to answer with a broken shape'),
+    label: z.string().optional().describe('an optional label, echoed back'),
+  }),
+  output: z.strictObject({ value: z.int(), label: z.string().optional() }),
   effect: 'read',
 });
 

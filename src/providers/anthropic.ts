@@ -1,0 +1,77 @@
+// Anthropic's Messages API tool format: `input_schema` definitions, `tool_use` blocks in,
+// `tool_result` blocks out (with `is_error`). Plain objects; toolgate needs no Anthropic dependency.
+import type { ToolGateClient } from '../client';
+import type { ToolResult } from '../shared/tool-result';
+import { inputJsonSchema } from './json-schema';
+import type { ProviderSession } from './provider-calls';
+import { isErrorResult, runModelToolCalls } from './provider-calls';
+
+/** A Messages API tool (`tools[]` of `messages.create`). */
+export interface AnthropicTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** A `tool_result` content block; `content` is the `ToolResult` as JSON. */
+export interface AnthropicToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error: boolean;
+}
+
+/** The caller's tools (only those its policy allows) as Messages API tools. */
+export function anthropicTools(input: { client: ToolGateClient; caller: string }): AnthropicTool[] {
+  return input.client.toolsFor(input.caller).map((contract) => ({
+    name: contract.name,
+    description: contract.description,
+    input_schema: inputJsonSchema(contract),
+  }));
+}
+
+/**
+ * Runs the `tool_use` blocks of an assistant message's content through toolgate, in one session,
+ * concurrently (other blocks are ignored); returns the user message that answers them all, one
+ * `tool_result` per `tool_use` in order, `is_error` set for every result but OK and APPROVAL_PENDING.
+ */
+export async function runAnthropicToolUses(
+  input: ProviderSession & { content: readonly unknown[] },
+): Promise<{ message: { role: 'user'; content: AnthropicToolResultBlock[] }; results: ToolResult[] }> {
+  const uses = input.content.filter(isToolUse);
+  const results = await runModelToolCalls({
+    ...input,
+    // An input that is not an object goes on as JSON text: toolgate answers INVALID_JSON and audits it.
+    calls: uses.map((use) => ({
+      name: use.name,
+      arguments: isPlainObject(use.input) ? use.input : JSON.stringify(use.input ?? null),
+    })),
+  });
+  return {
+    message: {
+      role: 'user',
+      content: uses.map((use, index) => {
+        const result = results[index]!;
+        return {
+          type: 'tool_result',
+          tool_use_id: use.id,
+          content: JSON.stringify(result),
+          is_error: isErrorResult(result),
+        };
+      }),
+    },
+    results,
+  };
+}
+
+function isToolUse(block: unknown): block is { id: string; name: string; input: unknown } {
+  if (typeof block !== 'object' || block === null) return false;
+  const candidate = block as Record<string, unknown>;
+  return (
+    candidate.type === 'tool_use' && typeof candidate.id === 'string' && typeof candidate.name === 'string'
+  );
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,147 @@
+// OpenAI's tool formats (Chat Completions and Responses): definitions from the one zod schema per
+// tool, and tool calls in, tool results out. Plain objects shaped as the `openai` client's params,
+// so toolgate needs no OpenAI dependency.
+import type { ToolGateClient } from '../client';
+import type { ToolResult } from '../shared/tool-result';
+import { inputJsonSchema, openAIStrictJsonSchema } from './json-schema';
+import type { ProviderSession, StrictMode } from './provider-calls';
+import { openAIArguments, runModelToolCalls, sentStrict } from './provider-calls';
+
+/** A Chat Completions function tool (`tools[]` of `chat.completions.create`). */
+export interface OpenAIChatTool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown>; strict: boolean };
+}
+
+/** A Responses API function tool (`tools[]` of `responses.create`). */
+export interface OpenAIResponsesTool {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  strict: boolean;
+}
+
+/** A Chat Completions tool call, as `choices[0].message.tool_calls[]` holds it. */
+export interface OpenAIChatToolCall {
+  id: string;
+  type?: string;
+  function: { name: string; arguments: string };
+}
+
+/** The `tool` message that answers one tool call; `content` is the `ToolResult` as JSON. */
+export interface OpenAIChatToolMessage {
+  role: 'tool';
+  tool_call_id: string;
+  content: string;
+}
+
+/** A Responses API `function_call_output` item; `output` is the `ToolResult` as JSON. */
+export interface OpenAIResponsesFunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string;
+}
+
+type DefinitionsInput = { client: ToolGateClient; caller: string; strict?: StrictMode };
+
+function functionDefinitions(input: DefinitionsInput) {
+  const mode = input.strict ?? true;
+  return input.client.toolsFor(input.caller).map((contract) => {
+    const strict = sentStrict({ contract, mode });
+    return {
+      name: contract.name,
+      description: contract.description,
+      parameters: strict ? openAIStrictJsonSchema(contract) : inputJsonSchema(contract),
+      strict,
+    };
+  });
+}
+
+/**
+ * The caller's tools (only those its policy allows) for Chat Completions, `strict: true` by default:
+ * an optional field is sent as required-or-`null`, and toolgate reads that `null` as absent.
+ */
+export function openAIChatTools(input: DefinitionsInput): OpenAIChatTool[] {
+  return functionDefinitions(input).map((definition) => ({ type: 'function', function: definition }));
+}
+
+/** The caller's tools for the Responses API; the same schemas and strict mode as {@link openAIChatTools}. */
+export function openAIResponsesTools(input: DefinitionsInput): OpenAIResponsesTool[] {
+  return functionDefinitions(input).map((definition) => ({ type: 'function', ...definition }));
+}
+
+/**
+ * Runs an assistant message's `tool_calls` through toolgate, in one session, concurrently; returns
+ * one `tool` message per call, in order, ready to append to the conversation. Broken JSON arguments
+ * are `INVALID_JSON`; nothing the model sent makes it throw. Pass the same `strict` as the definitions.
+ */
+export async function runOpenAIChatToolCalls(
+  input: ProviderSession & {
+    toolCalls: readonly OpenAIChatToolCall[] | null | undefined;
+    strict?: StrictMode;
+  },
+): Promise<{ messages: OpenAIChatToolMessage[]; results: ToolResult[] }> {
+  const toolCalls = input.toolCalls ?? [];
+  const results = await runModelToolCalls({
+    ...input,
+    calls: toolCalls.map((call) => ({
+      name: call.function.name,
+      arguments: openAIArguments({
+        client: input.client,
+        name: call.function.name,
+        arguments: call.function.arguments,
+        strict: input.strict ?? true,
+      }),
+    })),
+  });
+  return {
+    messages: toolCalls.map((call, index) => ({
+      role: 'tool',
+      tool_call_id: call.id,
+      content: JSON.stringify(results[index]),
+    })),
+    results,
+  };
+}
+
+/**
+ * Runs the `function_call` items of a Responses API output through toolgate (other items are
+ * ignored); returns one `function_call_output` item per call, in order.
+ */
+export async function runOpenAIResponsesFunctionCalls(
+  input: ProviderSession & { output: readonly unknown[]; strict?: StrictMode },
+): Promise<{ items: OpenAIResponsesFunctionCallOutput[]; results: ToolResult[] }> {
+  const calls = input.output.filter(isFunctionCall);
+  const results = await runModelToolCalls({
+    ...input,
+    calls: calls.map((call) => ({
+      name: call.name,
+      arguments: openAIArguments({
+        client: input.client,
+        name: call.name,
+        arguments: call.arguments,
+        strict: input.strict ?? true,
+      }),
+    })),
+  });
+  return {
+    items: calls.map((call, index) => ({
+      type: 'function_call_output',
+      call_id: call.call_id,
+      output: JSON.stringify(results[index]),
+    })),
+    results,
+  };
+}
+
+function isFunctionCall(item: unknown): item is { call_id: string; name: string; arguments: string } {
+  if (typeof item !== 'object' || item === null) return false;
+  const candidate = item as Record<string, unknown>;
+  return (
+    candidate.type === 'function_call' &&
+    typeof candidate.call_id === 'string' &&
+    typeof candidate.name === 'string' &&
+    typeof candidate.arguments === 'string'
+  );
+}
