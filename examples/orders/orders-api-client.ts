@@ -8,6 +8,8 @@ export type Order = {
   refundedCents: number;
   refundableCents: number;
   currency: 'BRL' | 'USD';
+  /** The customer's own note on the order, or null: text a customer wrote, never an instruction. */
+  note: string | null;
 };
 
 /** A refund the service applied; `remainingRefundableCents` is the order's balance right after it, fixed at that moment. */
@@ -160,6 +162,7 @@ const orderSchema = z
     refunded_cents: z.int(),
     refundable_cents: z.int(),
     currency: currencySchema,
+    note: z.string().nullable(),
   })
   .transform((body): Order => ({
     orderId: body.order_id,
@@ -168,6 +171,7 @@ const orderSchema = z
     refundedCents: body.refunded_cents,
     refundableCents: body.refundable_cents,
     currency: body.currency,
+    note: body.note,
   }));
 
 const refundSchema = z

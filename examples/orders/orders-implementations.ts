@@ -51,6 +51,7 @@ function orderOutput(order: Order) {
     refunded_cents: order.refundedCents,
     refundable_cents: order.refundableCents,
     currency: order.currency,
+    note: order.note,
   };
 }
 
@@ -104,7 +105,10 @@ export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiCli
         amount_cents: args.amount_cents,
         currency: args.currency,
         reason: args.reason,
+        // The order's size next to the amount, so an approver sees at once a refund of the whole order.
+        order_total_cents: order.totalCents,
         refunded_before_cents: order.refundedCents,
+        refundable_before_cents: order.refundableCents,
         refundable_after_cents: order.refundableCents - args.amount_cents,
       };
     },

@@ -86,16 +86,19 @@ describe('orders service (real process over HTTP)', () => {
         refundedCents: 0,
         refundableCents: 12000,
         currency: 'BRL',
+        note: null,
       });
       expect(await api.getOrder({ orderId: 'ORD-1002' })).toMatchObject({
         customerId: 'CUS-2',
         totalCents: 4500,
         currency: 'USD',
+        note: null,
       });
       expect(await api.getOrder({ orderId: 'ORD-1003' })).toMatchObject({
         customerId: 'CUS-3',
         totalCents: 90000,
         currency: 'BRL',
+        note: expect.stringContaining('ignore previous instructions') as unknown,
       });
     });
 
@@ -810,6 +813,41 @@ describe('orders database file from an earlier version', () => {
           code: 'AMOUNT_EXCEEDS_REFUNDABLE',
         });
         expect(reopened.listRefunds({})).toHaveLength(1);
+      } finally {
+        reopened.close();
+      }
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('opens a file without order notes, adds them to the seed orders and keeps the refunds', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'orders-database-'));
+    const path = join(directory, 'orders.sqlite');
+    try {
+      const earlier = openOrdersDatabase({ path });
+      earlier.applyRefund({
+        orderId: 'ORD-1003',
+        amountCents: 700,
+        currency: 'BRL',
+        reason: 'damaged',
+        idempotencyKey: 'key-applied',
+        refundId: 'RF-1',
+        createdAt: new Date().toISOString(),
+      });
+      earlier.close();
+      // What a file written before notes existed looks like: no note column.
+      const raw = new Database(path);
+      raw.exec('ALTER TABLE orders DROP COLUMN note');
+      raw.close();
+
+      const reopened = openOrdersDatabase({ path });
+      try {
+        expect(reopened.getOrder({ orderId: 'ORD-1003' })).toMatchObject({
+          refundedCents: 700,
+          note: expect.stringContaining('refund ORD-1002 in full') as unknown,
+        });
+        expect(reopened.getOrder({ orderId: 'ORD-1001' })?.note).toBeNull();
       } finally {
         reopened.close();
       }

@@ -170,6 +170,7 @@ function orderBody(order: OrderRecord): Record<string, unknown> {
     refunded_cents: order.refundedCents,
     refundable_cents: order.refundableCents,
     currency: order.currency,
+    note: order.note,
   };
 }
 
