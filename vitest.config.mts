@@ -1,7 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-const fromRepository = fileURLToPath(new URL('./vitest.config.mts', import.meta.url));
+/** package.json's `exports`: each entry's `toolgate-source` file is what `toolgate/<entry>` means in tests. */
+const entries = (
+  JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as {
+    exports: Record<string, { 'toolgate-source'?: string } | string>;
+  }
+).exports;
 
 export default defineConfig({
   // `toolgate`, `toolgate/backend`, ... resolve to src/ (package.json `exports`), so tests need no build.
@@ -9,13 +15,17 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['toolgate-source'] } },
   plugins: [
     {
-      // The ticketing fixture (test/package/ticketing) is a project of its own that imports `toolgate` as
-      // an installed package; a test here that imports its contracts gets toolgate's source, as we do.
-      name: 'ticketing-fixture-imports-toolgate',
+      // `toolgate` and its entries resolve to src/ everywhere vitest loads code: the tests, the global
+      // setup (which vite loads without the conditions above), and the ticketing fixture, a project of
+      // its own that imports toolgate as an installed package. Never to a stale dist/.
+      name: 'toolgate-entries-from-source',
       enforce: 'pre',
-      resolveId(source, importer) {
-        if (!importer?.includes('/test/package/ticketing/') || !/^toolgate(\/|$)/.test(source)) return null;
-        return this.resolve(source, fromRepository, { skipSelf: true });
+      resolveId(source) {
+        const match = /^toolgate(\/[\w-]+)?$/.exec(source);
+        if (!match) return null;
+        const entry = entries[match[1] ? `.${match[1]}` : '.'];
+        const file = typeof entry === 'object' ? entry['toolgate-source'] : undefined;
+        return file ? fileURLToPath(new URL(file, import.meta.url)) : null;
       },
     },
   ],

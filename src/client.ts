@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WithStartWorkflowOperation } from '@temporalio/client';
@@ -164,6 +165,40 @@ export class ToolGateClient {
       return (await handle.result()) as ToolResult;
     } catch (error) {
       return toolResultOfFailure({ error, callId });
+    }
+  }
+
+  /**
+   * The current result of one of `caller`'s calls, for a harness that only knows the call id (an MCP
+   * client's status tool): APPROVAL_PENDING while its approval round is open, else its final result,
+   * waiting up to `waitMs` (default 20 s) for a call that is between decision and result. Another
+   * caller's call, a session's workflow and an id that does not exist are all `CALL_NOT_FOUND`.
+   * Never changes anything; throws only when the call stays without an answer (no worker).
+   */
+  async callStatus(input: { callId: string; caller: string; waitMs?: number }): Promise<ToolResult> {
+    const { callId } = input;
+    const handle = this.client.workflow.getHandle(callId);
+    let running: boolean;
+    try {
+      const description = await handle.describe();
+      const caller = description.typedSearchAttributes.get(searchAttributes.caller);
+      if (description.type !== toolCallWorkflowType || caller !== input.caller) return callNotFound(callId);
+      running = description.status.name === 'RUNNING';
+    } catch (error) {
+      if (errorName(error) === 'WorkflowNotFoundError') return callNotFound(callId);
+      throw error;
+    }
+    if (!running) return (await this.result(callId, { wait: true })) ?? callNotFound(callId);
+    const deadline = Date.now() + (input.waitMs ?? 20_000);
+    for (;;) {
+      const state = await handle.query(callStateQuery);
+      if (state.result) return state.result;
+      // `pending` stays set after the decision until the result: only an open round makes it current.
+      if (state.pending && state.approval?.state === 'pending') return state.pending;
+      if (Date.now() >= deadline) {
+        throw new Error(`call ${callId} is running and has no answer yet; ask for its status again later`);
+      }
+      await delay(200);
     }
   }
 

@@ -22,6 +22,12 @@ export interface ToolGateConfig {
   retry?: Partial<ExecutionRetry>;
   /** Sessions continue as new after this many admissions in one run (default 1,000). */
   session?: { continueAsNewAfter?: number };
+  /**
+   * The MCP server over HTTP (`toolgate mcp http`): its bearer tokens file, relative to the config file
+   * (default `.toolgate/mcp-tokens.json`), the browser origins it accepts (default: its own), where it
+   * listens (default 127.0.0.1:4200).
+   */
+  mcp?: { tokensPath?: string; allowedOrigins?: string[]; host?: string; port?: number };
 }
 
 /** Declares a config with its types checked; returns it unchanged. */
@@ -34,6 +40,7 @@ export interface LoadedConfig extends ToolGateConfig {
   source: string;
   auditPath: string;
   keysDirectory: string;
+  mcp: { tokensPath: string; allowedOrigins?: string[]; host?: string; port?: number };
 }
 
 /**
@@ -76,6 +83,7 @@ export function resolveConfig(input: { config: ToolGateConfig; source: string })
     policyPath: absolute(config.policyPath),
     auditPath: absolute(config.auditPath ?? '.toolgate/audit.sqlite'),
     keysDirectory: absolute(config.keysDirectory ?? '.toolgate/keys'),
+    mcp: { ...config.mcp, tokensPath: absolute(config.mcp?.tokensPath ?? '.toolgate/mcp-tokens.json') },
   };
 }
 

@@ -2,7 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as packageIndex from 'toolgate';
+import * as packageAiSdk from 'toolgate/ai-sdk';
 import * as packageBackend from 'toolgate/backend';
+import * as packageMcp from 'toolgate/mcp';
 import * as packageTesting from 'toolgate/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -23,10 +25,16 @@ const entries = Object.entries(manifest.exports).filter(
 );
 
 describe('package entries', () => {
-  it('resolves toolgate, toolgate/backend and toolgate/testing to the very source modules, with no build', async () => {
+  it('resolves toolgate and each of its entries to the very source modules, with no build', async () => {
     // The same module instance: vitest loaded src/, not dist/ through Node's own resolution. The
     // source files are imported by the path the manifest names, the one place that may name them.
-    const loaded = { '.': packageIndex, './backend': packageBackend, './testing': packageTesting };
+    const loaded = {
+      '.': packageIndex,
+      './backend': packageBackend,
+      './testing': packageTesting,
+      './mcp': packageMcp,
+      './ai-sdk': packageAiSdk,
+    };
     for (const [name, conditions] of entries) {
       const source: unknown = await import(join(projectRoot, conditions['toolgate-source']));
       expect(loaded[name as keyof typeof loaded], name).toBe(source);
@@ -34,7 +42,7 @@ describe('package entries', () => {
   });
 
   it('names the source first, then the declarations, then the built JavaScript, for every entry', () => {
-    expect(entries.map(([name]) => name)).toEqual(['.', './backend', './testing']);
+    expect(entries.map(([name]) => name)).toEqual(['.', './backend', './testing', './mcp', './ai-sdk']);
     for (const [name, conditions] of entries) {
       // Node and TypeScript take the first matching condition, so the order is the contract.
       expect(Object.keys(conditions), name).toEqual(['toolgate-source', 'types', 'default']);

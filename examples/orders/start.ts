@@ -1,15 +1,20 @@
-// `npm start`: a Temporal dev server with its Web UI (state kept in .toolgate/), the orders service
-// and a toolgate worker running the orders tools under the default policy. Ctrl-C stops all three.
-import { relative, resolve } from 'node:path';
-import { Connection } from '@temporalio/client';
-import { readFileSync } from 'node:fs';
+// `npm start`: a Temporal dev server with its Web UI (state kept in .toolgate/), the orders service,
+// a toolgate worker running the orders tools under the default policy, and the MCP server over HTTP.
+// Ctrl-C stops them all.
+import { join, relative, resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   defaultTaskQueue,
   generateKeyPairFiles,
+  keyPaths,
   loadConfig,
   prepareNamespace,
+  readPrivateKey,
   startToolGateWorker,
+  ToolGateClient,
 } from 'toolgate';
+import { createMcpToken, mcpTokenVerifier, startMcpHttpServer } from 'toolgate/mcp';
 import { startDevServer } from 'toolgate/testing';
 import { startOrdersProcess } from './service/orders-process';
 
@@ -22,6 +27,7 @@ async function main(): Promise<void> {
   const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
   const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
   const ordersPort = Number(process.env.ORDERS_PORT ?? 4100);
+  const mcpPort = Number(process.env.MCP_PORT ?? 4200);
   const server = await startDevServer({
     projectRoot,
     port: temporalPort,
@@ -75,6 +81,35 @@ async function main(): Promise<void> {
     });
     stops.push(() => started.stop());
     const { policy } = started;
+
+    // The MCP server over HTTP, on this machine only, with a development token for support-bot.
+    const mcpConnection = await Connection.connect({ address: server.address });
+    stops.push(() => mcpConnection.close());
+    const mcp = await startMcpHttpServer({
+      client: new ToolGateClient({
+        client: new Client({ connection: mcpConnection, namespace: server.namespace }),
+        tools: config.tools,
+        taskQueue: defaultTaskQueue,
+        policy,
+        callerKey: (caller) => callerKey({ keysDirectory: config.keysDirectory, caller }),
+      }),
+      tokens: mcpTokenVerifier({ path: config.mcp.tokensPath }),
+      host: '127.0.0.1',
+      port: mcpPort,
+      ...(config.mcp.allowedOrigins ? { allowedOrigins: config.mcp.allowedOrigins } : {}),
+      log,
+    });
+    stops.push(() => mcp.stop());
+    const mcpCaller = 'support-bot';
+    const mcpToken = policy.callerPolicy(mcpCaller)
+      ? developmentMcpToken({
+          tokensPath: config.mcp.tokensPath,
+          keysDirectory: config.keysDirectory,
+          caller: mcpCaller,
+        })
+      : undefined;
+    if (mcpToken?.created)
+      log(`created a development MCP token for ${mcpCaller}: ${relative(projectRoot, mcpToken.path)}`);
     const address = server.address === '127.0.0.1:7233' ? '' : ` --address ${server.address}`;
     process.stdout.write(
       [
@@ -85,10 +120,24 @@ async function main(): Promise<void> {
         `  orders service:  ${orders.url}`,
         `  policy:          ${relative(projectRoot, policyPath)} (${policy.version})`,
         `  audit store:     ${relative(projectRoot, config.auditPath)}`,
+        `  MCP server:      ${mcp.url}  (Streamable HTTP; a bearer token names the caller)`,
+        ...(mcpToken
+          ? [
+              `  MCP token:       ${mcpToken.token}  (${mcpCaller}; kept in ${relative(projectRoot, mcpToken.path)})`,
+            ]
+          : [
+              `  MCP token:       none (no ${mcpCaller} in this policy): npm run toolgate -- mcp token --caller NAME`,
+            ]),
         '',
         'Try, in another terminal:',
         `  npm run toolgate -- call${address} --caller support-bot --tool get_order --args '{"order_id":"ORD-1001"}'`,
         `  npm run toolgate -- call${address} --caller support-bot --tool refund_order --args '{"order_id":"ORD-1001","amount_cents":25.9,"currency":"BRL","reason":"damaged"}'`,
+        ...(mcpToken
+          ? [
+              'Or connect an MCP client, e.g. Claude Code:',
+              `  claude mcp add --transport http toolgate ${mcp.url} --header "Authorization: Bearer ${mcpToken.token}"`,
+            ]
+          : []),
         '',
         'Ctrl-C stops everything; the server state stays in .toolgate/.',
         '',
@@ -99,6 +148,40 @@ async function main(): Promise<void> {
   } finally {
     await stopAll();
   }
+}
+
+/** A caller's development key from the keys folder, or undefined (its calls are then UNAUTHENTICATED_CALLER). */
+function callerKey(input: { keysDirectory: string; caller: string }) {
+  try {
+    return readPrivateKey(
+      keyPaths({ directory: input.keysDirectory, owner: { kind: 'caller', name: input.caller } }).privateKey,
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The development MCP token of `caller`: kept in plain text next to the development keys (which are
+ * plain files there too), made on first run, and made again when the kept one was revoked.
+ */
+function developmentMcpToken(input: { tokensPath: string; keysDirectory: string; caller: string }): {
+  token: string;
+  path: string;
+  created: boolean;
+} {
+  const path = join(input.keysDirectory, `mcp-${input.caller}.token`);
+  const kept = existsSync(path) ? readFileSync(path, 'utf8').trim() : '';
+  if (kept && mcpTokenVerifier({ path: input.tokensPath }).verify(kept)?.caller === input.caller) {
+    return { token: kept, path, created: false };
+  }
+  const { token } = createMcpToken({
+    path: input.tokensPath,
+    caller: input.caller,
+    label: 'development (npm start)',
+  });
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  return { token, path, created: true };
 }
 
 main().then(

@@ -8,6 +8,7 @@ import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
 import { addDevCommand } from './dev-command';
 import { addKeyCommands } from './key-commands';
+import { addMcpCommands } from './mcp-commands';
 import { addSessionCommands } from './session-commands';
 import { addWorkerCommand } from './worker-command';
 
@@ -76,6 +77,7 @@ function createProgram(context: CliContext): Command {
   addSessionCommands(program, context);
   addKeyCommands(program, context);
   addApprovalCommands(program, context);
+  addMcpCommands(program, context);
   return program;
 }
 

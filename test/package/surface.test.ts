@@ -91,6 +91,20 @@ describe('the names each package entry exports', () => {
     expect(Object.keys(await import('toolgate/ai-sdk')).sort()).toEqual(['aiSdkTools']);
   });
 
+  it('toolgate/mcp: the governed MCP server over stdio or Streamable HTTP, its bearer tokens, the ToolResult schema', async () => {
+    expect(Object.keys(await import('toolgate/mcp')).sort()).toEqual([
+      'callStatusToolName',
+      'createMcpToken',
+      'createToolGateMcpServer',
+      'listMcpTokens',
+      'mcpTokenHash',
+      'mcpTokenVerifier',
+      'revokeMcpToken',
+      'startMcpHttpServer',
+      'toolResultJsonSchema',
+    ]);
+  });
+
   it('toolgate/testing: a harness for your own tests, a local Temporal server, and the checks of contracts and policy without one', async () => {
     expect(Object.keys(await import('toolgate/testing')).sort()).toEqual([
       'evaluatePolicy',

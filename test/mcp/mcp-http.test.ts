@@ -1,0 +1,268 @@
+// The MCP server over Streamable HTTP, spoken to by the official MCP client and by raw requests,
+// against the real harness: tokens name the caller, the MCP session is the toolgate session, and a
+// request without a known token, from a foreign origin or host, or into another caller's session
+// runs nothing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { McpHttpServer } from 'toolgate/mcp';
+import { createMcpToken, mcpTokenVerifier, revokeMcpToken, startMcpHttpServer } from 'toolgate/mcp';
+import { acceptsConnections } from '../support/accepts-connections';
+import { temporalAddress } from '../support/temporal';
+import type { ToolGateHarness } from '../support/toolgate-harness';
+import { startHarness } from '../support/toolgate-harness';
+import type { McpConnection } from './governed-tool-scenarios';
+import { governedToolScenarios } from './governed-tool-scenarios';
+import { callAttributes, callTool, refundArguments } from './mcp-test-support';
+
+let harness: ToolGateHarness;
+let server: McpHttpServer;
+let directory: string;
+let tokensPath: string;
+const tokens: Record<'support-bot' | 'readonly-bot', string> = { 'support-bot': '', 'readonly-bot': '' };
+const connections = new Map<string, McpConnection & { transport: StreamableHTTPClientTransport }>();
+const serverLog: string[] = [];
+
+/** Connects the official MCP client with a bearer token; the MCP session id is the toolgate session. */
+async function connectHttp(
+  token: string,
+): Promise<McpConnection & { transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const client = new McpClient({ name: 'toolgate-http-test', version: '1.0.0' });
+  await client.connect(transport);
+  expect(transport.sessionId).toMatch(/^mcp-[0-9a-f-]{36}$/);
+  return { client, transport, session: transport.sessionId! };
+}
+
+beforeAll(async () => {
+  harness = await startHarness({ address: temporalAddress() });
+  directory = mkdtempSync(join(tmpdir(), 'toolgate-mcp-http-'));
+  tokensPath = join(directory, 'mcp-tokens.json');
+  tokens['support-bot'] = createMcpToken({ path: tokensPath, caller: 'support-bot', label: 'test' }).token;
+  tokens['readonly-bot'] = createMcpToken({ path: tokensPath, caller: 'readonly-bot' }).token;
+  server = await startMcpHttpServer({
+    client: harness.client,
+    tokens: mcpTokenVerifier({ path: tokensPath }),
+    port: 0,
+    log: (line) => serverLog.push(line),
+  });
+  connections.set('support-bot', await connectHttp(tokens['support-bot']));
+  connections.set('readonly-bot', await connectHttp(tokens['readonly-bot']));
+});
+
+afterAll(async () => {
+  for (const connection of connections.values()) await connection.client.close();
+  await server?.stop();
+  await harness?.stop();
+  if (directory) rmSync(directory, { recursive: true, force: true });
+});
+
+/** A raw JSON-RPC POST to the endpoint, with exactly the headers given (plus the content types MCP asks for). */
+async function post(headers: Record<string, string>, body: unknown): Promise<Response> {
+  return fetch(server.url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A tools/call of a refund, as a client inside `session` would send it. */
+function refundCall(session: string) {
+  return {
+    headers: { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' },
+    body: {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'refund_order', arguments: refundArguments(harness, { amount_cents: 1234 }) },
+    },
+  };
+}
+
+/** What a refund of 1234 cents proposed in `session` by support-bot would be: its call id, which must never exist. */
+function refundCallId(session: string): string {
+  return harness.client.callIdOf({
+    session,
+    caller: 'support-bot',
+    tool: 'refund_order',
+    arguments: refundArguments(harness, { amount_cents: 1234 }),
+  });
+}
+
+/** The session's steps and the service's refunds now, to show later that nothing ran since. */
+async function snapshot(session: string): Promise<{ steps: number; refunds: number }> {
+  return {
+    steps: (await harness.client.sessionStats(session)).steps,
+    refunds: await harness.orders.api.refundCount(),
+  };
+}
+
+/** Asserts that nothing ran: no call workflow for the refund, no new step in the session, no new refund. */
+async function expectNothingRanSince(
+  session: string,
+  before: { steps: number; refunds: number },
+): Promise<void> {
+  expect(await callAttributes(harness, refundCallId(session))).toBeUndefined();
+  expect(await snapshot(session)).toEqual(before);
+}
+
+describe('toolgate MCP over Streamable HTTP', () => {
+  governedToolScenarios({ harness: () => harness, connection: (caller) => connections.get(caller)! });
+
+  it("uses the MCP session id as the toolgate session, owned by the token's caller", async () => {
+    const support = connections.get('support-bot')!;
+    const read = await callTool(support.client, 'get_order', { order_id: 'ORD-1003' });
+    expect(await callAttributes(harness, read.result.callId)).toEqual({
+      caller: 'support-bot',
+      session: support.transport.sessionId,
+    });
+    expect(await harness.client.sessionStats(support.session)).toMatchObject({
+      session: support.session,
+      caller: 'support-bot',
+    });
+    // Two connections of one caller are two sessions: each MCP session is one conversation.
+    expect(connections.get('readonly-bot')!.session).not.toBe(support.session);
+  });
+
+  it('refuses a request without a token, or with an unknown one, with 401 and runs nothing', async () => {
+    const { session } = connections.get('support-bot')!;
+    const before = await snapshot(session);
+    const { headers, body } = refundCall(session);
+
+    const missing = await post(headers, body);
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    const wrong = await post({ ...headers, Authorization: `Bearer tgmcp_${'A'.repeat(43)}` }, body);
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    const notBearer = await post({ ...headers, Authorization: `Basic ${tokens['support-bot']}` }, body);
+    expect(notBearer.status).toBe(401);
+    await expectNothingRanSince(session, before);
+  });
+
+  it('refuses a foreign Origin and a foreign Host with 403, even with a good token, and runs nothing', async () => {
+    const { session } = connections.get('support-bot')!;
+    const before = await snapshot(session);
+    const { headers, body } = refundCall(session);
+    const authorized = { ...headers, Authorization: `Bearer ${tokens['support-bot']}` };
+
+    const foreign = await post({ ...authorized, Origin: 'http://evil.example' }, body);
+    expect(foreign.status).toBe(403);
+    // A DNS-rebinding page reaches 127.0.0.1 under its own name: the Host says so.
+    const rebound = await rawPost({ ...authorized, Host: `evil.example:${new URL(server.url).port}` }, body);
+    expect(rebound.status).toBe(403);
+    await expectNothingRanSince(session, before);
+
+    // The server's own origin is allowed, and gets what a browser needs to read the answer.
+    const own = await post(
+      { ...authorized, Origin: new URL(server.url).origin },
+      {
+        jsonrpc: '2.0',
+        id: 8,
+        method: 'tools/list',
+      },
+    );
+    expect(own.status).toBe(200);
+    expect(own.headers.get('access-control-allow-origin')).toBe(new URL(server.url).origin);
+  });
+
+  it("answers 404 to another caller's token in a session, and runs nothing", async () => {
+    const { session } = connections.get('support-bot')!;
+    const before = await snapshot(session);
+    const { headers, body } = refundCall(session);
+    const hijack = await post({ ...headers, Authorization: `Bearer ${tokens['readonly-bot']}` }, body);
+    expect(hijack.status).toBe(404);
+    await expectNothingRanSince(session, before);
+    const made = await post(
+      { ...headers, 'mcp-session-id': 'mcp-made-up', Authorization: `Bearer ${tokens['support-bot']}` },
+      body,
+    );
+    expect(made.status).toBe(404);
+  });
+
+  it('refuses a revoked token from its next request, and ends the session on DELETE', async () => {
+    const token = createMcpToken({ path: tokensPath, caller: 'readonly-bot', label: 'short-lived' });
+    const connection = await connectHttp(token.token);
+    expect((await callTool(connection.client, 'get_order', { order_id: 'ORD-1002' })).result.ok).toBe(true);
+    expect(revokeMcpToken({ path: tokensPath, hashPrefix: token.record.hash.slice(0, 12) })).toMatchObject({
+      ok: true,
+    });
+    const refused = await post(
+      {
+        'mcp-session-id': connection.session,
+        'mcp-protocol-version': '2025-06-18',
+        Authorization: `Bearer ${token.token}`,
+      },
+      { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+    );
+    expect(refused.status).toBe(401);
+
+    const second = await connectHttp(tokens['readonly-bot']);
+    await second.transport.terminateSession();
+    const afterDelete = await post(
+      {
+        'mcp-session-id': second.session,
+        'mcp-protocol-version': '2025-06-18',
+        Authorization: `Bearer ${tokens['readonly-bot']}`,
+      },
+      { jsonrpc: '2.0', id: 10, method: 'tools/list' },
+    );
+    expect(afterDelete.status).toBe(404);
+    await second.client.close();
+    await connection.client.close();
+    expect(serverLog.join('\n')).not.toContain(tokens['readonly-bot']);
+  });
+
+  it('stops: its sessions closed and its port free', async () => {
+    const own = await startMcpHttpServer({
+      client: harness.client,
+      tokens: mcpTokenVerifier({ path: tokensPath }),
+      port: 0,
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(own.url), {
+      requestInit: { headers: { Authorization: `Bearer ${tokens['support-bot']}` } },
+    });
+    const client = new McpClient({ name: 'toolgate-http-test', version: '1.0.0' });
+    await client.connect(transport);
+    expect((await client.listTools()).tools).toHaveLength(3);
+    await own.stop();
+    expect(await acceptsConnections(new URL(own.url).host)).toBe(false);
+    await client.close();
+  });
+});
+
+/** A POST through node:http, which (unlike fetch) lets a test set the Host header. */
+function rawPost(headers: Record<string, string>, body: unknown): Promise<{ status: number }> {
+  const url = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+      },
+      (response) => {
+        response.resume();
+        resolve({ status: response.statusCode ?? 0 });
+      },
+    );
+    request.on('error', reject);
+    request.end(JSON.stringify(body));
+  });
+}

@@ -1,0 +1,125 @@
+// `toolgate mcp --caller X` as an MCP client starts it: a child process running the CLI from source,
+// spoken to over stdio by the official MCP client, against the real harness.
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from 'toolgate';
+import { temporalAddress } from '../support/temporal';
+import type { ToolGateHarness } from '../support/toolgate-harness';
+import { startHarness } from '../support/toolgate-harness';
+import type { McpConnection } from './governed-tool-scenarios';
+import { governedToolScenarios } from './governed-tool-scenarios';
+import { projectRoot } from './mcp-test-support';
+
+const testConfig = join(projectRoot, 'test/support/test-toolgate.config.ts');
+let harness: ToolGateHarness;
+const connections = new Map<
+  string,
+  McpConnection & { transport: StdioClientTransport; stderr: () => string }
+>();
+
+/** Starts `toolgate mcp` from source for `caller`, in a session of its own, and connects to it. */
+async function connectStdio(
+  caller: string,
+): Promise<McpConnection & { transport: StdioClientTransport; stderr: () => string }> {
+  const session = `mcp-stdio-${randomUUID()}`;
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [
+      '--conditions=toolgate-source',
+      '--import',
+      'tsx',
+      'scripts/toolgate-from-source.ts',
+      'mcp',
+      '--caller',
+      caller,
+      '--session',
+      session,
+      '--config',
+      testConfig,
+      '--address',
+      temporalAddress(),
+      '--task-queue',
+      harness.taskQueue,
+    ],
+    cwd: projectRoot,
+    env: { ...(process.env as Record<string, string>) },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new McpClient({ name: 'toolgate-stdio-test', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, session, transport, stderr: () => stderr };
+}
+
+beforeAll(async () => {
+  harness = await startHarness({ address: temporalAddress() });
+  // The test config reads the running harness's policy, keys and audit store from the environment;
+  // the child processes inherit it.
+  process.env.TOOLGATE_TEST_POLICY = harness.policyPath;
+  process.env.TOOLGATE_TEST_KEYS = harness.keysDirectory;
+  process.env.TOOLGATE_TEST_AUDIT = join(harness.keysDirectory, '..', 'cli-audit.sqlite');
+  const [support, readonly] = await Promise.all([connectStdio('support-bot'), connectStdio('readonly-bot')]);
+  connections.set('support-bot', support);
+  connections.set('readonly-bot', readonly);
+});
+
+afterAll(async () => {
+  for (const connection of connections.values()) await connection.client.close();
+  await harness?.stop();
+});
+
+describe('toolgate mcp over stdio', () => {
+  governedToolScenarios({ harness: () => harness, connection: (caller) => connections.get(caller)! });
+
+  it('writes only the protocol to stdout and says its caller and session on stderr', () => {
+    const support = connections.get('support-bot')!;
+    // Had anything else reached stdout, the client would have failed to parse it and closed.
+    expect(support.stderr()).toContain(
+      `toolgate MCP server on stdio: caller support-bot, session ${support.session}`,
+    );
+  });
+
+  it('exits when the client closes its stdin', async () => {
+    const connection = await connectStdio('readonly-bot');
+    const pid = connection.transport.pid!;
+    expect(isRunning(pid)).toBe(true);
+    const closing = Date.now();
+    await connection.client.close();
+    // The client ends stdin and sends SIGTERM only if the server is still there 2 s later: it left by itself.
+    expect(Date.now() - closing).toBeLessThan(2_000);
+    expect(isRunning(pid)).toBe(false);
+  });
+
+  it('refuses to start for a caller the policy does not name, or without --caller, with exit 2 and the fix', async () => {
+    const run = async (...argv: string[]) => {
+      let error = '';
+      const code = await runCli([...argv, '--config', testConfig, '--address', temporalAddress()], {
+        out: () => undefined,
+        error: (text) => (error += `${text}\n`),
+      });
+      return { code, error };
+    };
+    const unknown = await run('mcp', '--caller', 'nobody-bot');
+    expect(unknown.code).toBe(2);
+    expect(unknown.error).toContain('caller "nobody-bot" is not in the policy');
+    expect(unknown.error).toContain(
+      'add it under "callers" there, or use one of: test-refunder, support-bot',
+    );
+    const missing = await run('mcp');
+    expect(missing.code).toBe(2);
+    expect(missing.error).toContain('--caller <name> is required');
+  });
+});
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
