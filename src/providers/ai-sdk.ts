@@ -5,7 +5,7 @@ import { jsonSchema, tool } from 'ai';
 import type { ToolResult } from '../shared/tool-result';
 import { inputJsonSchema } from './json-schema';
 import type { ProviderSession } from './provider-calls';
-import { isErrorResult, runModelToolCalls } from './provider-calls';
+import { isErrorResult, objectArguments, runModelToolCalls } from './provider-calls';
 
 /** An AI SDK tool that runs through toolgate: its input as the model sent it, its output the `ToolResult`. */
 export type ToolGateAiSdkTool = Tool<Record<string, unknown>, ToolResult>;
@@ -25,7 +25,7 @@ export function aiSdkTools(input: ProviderSession): Record<string, ToolGateAiSdk
       execute: async (args) => {
         const [result] = await runModelToolCalls({
           ...input,
-          calls: [{ name: contract.name, arguments: args }],
+          calls: [{ name: contract.name, arguments: objectArguments(args) }],
         });
         return result!;
       },

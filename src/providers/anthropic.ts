@@ -4,7 +4,7 @@ import type { ToolGateClient } from '../client';
 import type { ToolResult } from '../shared/tool-result';
 import { inputJsonSchema } from './json-schema';
 import type { ProviderSession } from './provider-calls';
-import { isErrorResult, runModelToolCalls } from './provider-calls';
+import { isErrorResult, objectArguments, runModelToolCalls } from './provider-calls';
 
 /** A Messages API tool (`tools[]` of `messages.create`). */
 export interface AnthropicTool {
@@ -41,11 +41,7 @@ export async function runAnthropicToolUses(
   const uses = input.content.filter(isToolUse);
   const results = await runModelToolCalls({
     ...input,
-    // An input that is not an object goes on as JSON text: toolgate answers INVALID_JSON and audits it.
-    calls: uses.map((use) => ({
-      name: use.name,
-      arguments: isPlainObject(use.input) ? use.input : JSON.stringify(use.input ?? null),
-    })),
+    calls: uses.map((use) => ({ name: use.name, arguments: objectArguments(use.input) })),
   });
   return {
     message: {
@@ -70,8 +66,4 @@ function isToolUse(block: unknown): block is { id: string; name: string; input: 
   return (
     candidate.type === 'tool_use' && typeof candidate.id === 'string' && typeof candidate.name === 'string'
   );
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

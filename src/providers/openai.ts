@@ -82,27 +82,45 @@ export async function runOpenAIChatToolCalls(
     strict?: StrictMode;
   },
 ): Promise<{ messages: OpenAIChatToolMessage[]; results: ToolResult[] }> {
-  const toolCalls = input.toolCalls ?? [];
+  // Read defensively: whatever the endpoint sent (a custom tool call, a name that is not a string)
+  // still becomes a proposal toolgate answers and audits, never an exception that loses the turn.
+  const calls = (input.toolCalls ?? []).map((call) => chatToolCall(call as unknown));
   const results = await runModelToolCalls({
     ...input,
-    calls: toolCalls.map((call) => ({
-      name: call.function.name,
+    calls: calls.map((call) => ({
+      name: call.name,
       arguments: openAIArguments({
         client: input.client,
-        name: call.function.name,
-        arguments: call.function.arguments,
+        name: call.name,
+        arguments: call.arguments,
         strict: input.strict ?? true,
       }),
     })),
   });
   return {
-    messages: toolCalls.map((call, index) => ({
+    messages: calls.map((call, index) => ({
       role: 'tool',
       tool_call_id: call.id,
       content: JSON.stringify(results[index]),
     })),
     results,
   };
+}
+
+/** A Chat Completions tool call of any shape (function or custom), as id, name and raw argument text. */
+function chatToolCall(call: unknown): { id: string; name: string; arguments: string } {
+  const record = isRecord(call) ? call : {};
+  const body = isRecord(record.function) ? record.function : isRecord(record.custom) ? record.custom : {};
+  const raw = body.arguments ?? body.input;
+  return {
+    id: typeof record.id === 'string' ? record.id : '',
+    name: typeof body.name === 'string' ? body.name : '',
+    arguments: typeof raw === 'string' ? raw : (JSON.stringify(raw ?? null) ?? 'null'),
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

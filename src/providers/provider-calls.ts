@@ -53,10 +53,11 @@ export function sentStrict(input: { contract: AnyToolContract; mode: StrictMode 
 }
 
 /**
- * An OpenAI tool call's arguments as toolgate receives them: for a tool sent in strict mode, a `null`
- * in a field that was optional is read as absent (strict mode cannot leave a field out); anything
- * that does not parse as a JSON object is passed on as the raw text, so toolgate answers `INVALID_JSON`
- * and audits it.
+ * An OpenAI tool call's arguments as toolgate receives them: the model's raw text, except that for a
+ * tool sent in strict mode a `null` in a field that was optional is read as absent (strict mode
+ * cannot leave a field out); only then is the parsed object passed on instead of the text. Anything
+ * that does not parse as a JSON object is passed on as the raw text, so toolgate answers
+ * `INVALID_JSON` and audits it. Never throws.
  */
 export function openAIArguments(input: {
   client: ToolGateClient;
@@ -75,7 +76,20 @@ export function openAIArguments(input: {
     return input.arguments;
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return input.arguments;
-  return absentOptionalNulls({ contract, value: parsed }) as Record<string, unknown>;
+  const stripped = absentOptionalNulls({ contract, value: parsed });
+  // Nothing read as absent: the model's own text goes on, so the audit keeps exactly what it sent.
+  return stripped.changed ? (stripped.value as Record<string, unknown>) : input.arguments;
+}
+
+/**
+ * A tool call's arguments as an object-taking format (Anthropic, the AI SDK) hands them over: an
+ * object as it is, anything else as its JSON text, so toolgate answers `INVALID_JSON` (a string that
+ * holds JSON is not the object it spells).
+ */
+export function objectArguments(value: unknown): string | Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : (JSON.stringify(value ?? null) ?? 'null');
 }
 
 /** A tool result is an error for formats that flag one, except APPROVAL_PENDING: nothing to fix, it waits. */

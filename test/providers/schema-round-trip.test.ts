@@ -135,26 +135,28 @@ beforeAll(async () => {
   );
 });
 
-/** The arguments as a model in strict mode sends them: every field present, an omitted optional one as null. */
-function asStrictModelSends(input: { contract: AnyToolContract; args: Record<string, unknown> }) {
-  const fill = (
-    shape: Record<string, { safeParse(value: unknown): { success: boolean } }>,
-    value: unknown,
-  ) => {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+/**
+ * The arguments as a model in strict mode sends them, read off the strict schema it was shown (not
+ * off zod): every property present, each one the row leaves out sent as null.
+ */
+function asStrictModelSends(input: { schema: object; args: Record<string, unknown> }) {
+  const fill = (schema: { properties?: Record<string, object> }, value: unknown): unknown => {
+    if (!schema.properties || typeof value !== 'object' || value === null || Array.isArray(value))
+      return value;
     const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
-    for (const [key, field] of Object.entries(shape)) {
-      const nested = (field as unknown as { _zod: { def: { type: string; shape?: object } } })._zod.def;
-      if (!(key in out)) {
-        // Only an optional field may be left out; a missing required one stays missing (the row is bad).
-        if (field.safeParse(undefined).success) out[key] = null;
-      } else if (nested.type === 'object' && nested.shape) {
-        out[key] = fill(nested.shape as never, out[key]);
-      }
+    for (const [key, property] of Object.entries(schema.properties)) {
+      out[key] = key in out ? fill(branchWithProperties(property), out[key]) : null;
     }
     return out;
   };
-  return fill(input.contract.input.shape, input.args) as Record<string, unknown>;
+  return fill(input.schema, input.args) as Record<string, unknown>;
+}
+
+/** A property's object schema, also when strict mode wrapped it as `anyOf: [object, null]`. */
+function branchWithProperties(schema: { anyOf?: object[] }): { properties?: Record<string, object> } {
+  return (schema.anyOf?.find((branch) => 'properties' in branch) ?? schema) as {
+    properties?: Record<string, object>;
+  };
 }
 
 describe.each(Object.keys(table))('%s', (toolName) => {
@@ -186,11 +188,11 @@ describe.each(Object.keys(table))('%s', (toolName) => {
       const schema = strictFormats[format]!.get(toolName)!;
       const validate = ajv.compile(schema);
       for (const row of rows) {
-        const sent = asStrictModelSends({ contract, args: row.args });
+        const sent = asStrictModelSends({ schema, args: row.args });
         const jsonAccepts = validate(sent);
         const zodAccepts = validateArguments({
           contract,
-          value: absentOptionalNulls({ contract, value: sent }),
+          value: absentOptionalNulls({ contract, value: sent }).value,
         }).ok;
         expect(zodAccepts, JSON.stringify(sent)).toBe(row.accepted);
         expect(jsonAccepts, `${JSON.stringify(sent)}: ${ajv.errorsText(validate.errors)}`).toBe(
@@ -213,21 +215,25 @@ describe('OpenAI strict mode', () => {
     expect(schema.properties.changes.properties.status!.type).toEqual(['string', 'null']);
     expect(schema.properties.changes.properties.status!.enum).toContain(null);
     // A null in a required field is not "absent": it reaches validation as null.
-    const required = absentOptionalNulls({ contract: updateTicket, value: { ...update, tags: null } });
+    const required = absentOptionalNulls({ contract: updateTicket, value: { ...update, tags: null } }).value;
     expect(validateArguments({ contract: updateTicket, value: required }).ok).toBe(false);
     const optional = absentOptionalNulls({
       contract: updateTicket,
       value: { ...update, changes: { status: 'open', priority: null } },
     });
-    expect(optional).toEqual({ ...update, changes: { status: 'open' } });
+    expect(optional).toEqual({ value: { ...update, changes: { status: 'open' } }, changed: true });
   });
 
   it('keeps a "__proto__" key as data when it strips nulls, so validation still refuses it', () => {
     const updateTicket = contractOf('update_ticket');
     const value: unknown = JSON.parse(
-      '{"ticket_id":"TCK-1001","changes":{"status":"open"},"tags":[],"__proto__":{"x":1}}',
+      '{"ticket_id":"TCK-1001","changes":{"status":"open","priority":null},"tags":[],"__proto__":{"x":1}}',
     );
-    const stripped = absentOptionalNulls({ contract: updateTicket, value }) as Record<string, unknown>;
+    const { value: stripped, changed } = absentOptionalNulls({ contract: updateTicket, value }) as {
+      value: Record<string, unknown>;
+      changed: boolean;
+    };
+    expect(changed).toBe(true);
     expect(Object.hasOwn(stripped, '__proto__')).toBe(true);
     expect(validateArguments({ contract: updateTicket, value: stripped }).ok).toBe(false);
   });
