@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
+import { getRequestListener } from '@hono/node-server';
+import type { HttpBindings } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { Hono } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { createCredentialCheck } from './credential-check';
 import { ORDER_CURRENCIES, REFUND_REASONS, openOrdersDatabase } from './orders-database';
@@ -74,10 +80,10 @@ const faultBodySchema = z.strictObject({
   concurrent_refund: faultCountSchema,
 });
 
-/** An error the request handler answers with `{code, message}`; never thrown past the handler. */
+/** A refusal a handler throws; `onError` answers it as `{code, message}` with its status. */
 class HttpError extends Error {
   constructor(
-    readonly status: number,
+    readonly status: ContentfulStatusCode,
     readonly code: string,
     message: string,
   ) {
@@ -85,67 +91,55 @@ class HttpError extends Error {
   }
 }
 
-function sendJson(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
-  response.end(text);
+// The node-server bindings: the lost-response fault needs the Node response to destroy its socket.
+type OrdersContext = Context<{ Bindings: HttpBindings }>;
+
+/** The one error answer. After a 413 the rest of the body is still arriving; closing the connection stops it. */
+function errorResponse(c: OrdersContext, error: HttpError): Response {
+  const headers = error.status === 413 ? { connection: 'close' } : undefined;
+  return c.json({ code: error.code, message: error.message }, error.status, headers);
 }
 
-function sendError(response: ServerResponse, error: HttpError): void {
-  // After a 413 the rest of the body is still arriving; closing the connection stops it.
-  const headers: Record<string, string> = error.status === 413 ? { connection: 'close' } : {};
-  sendJson(response, error.status, { code: error.code, message: error.message }, headers);
+/**
+ * Reads the body as JSON, refusing one larger than MAX_BODY_BYTES with 413. Called inside the handler
+ * rather than as Hono's bodyLimit middleware, so a refund's header and outage checks still answer first.
+ */
+async function readJsonBody(request: Request): Promise<unknown> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  // Node's Request types its body as a stream of `any`; the bytes of a request body are Uint8Arrays.
+  const reader = request.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined;
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      void drain(reader);
+      throw new HttpError(
+        413,
+        'REQUEST_TOO_LARGE',
+        `The body is larger than ${MAX_BODY_BYTES} bytes; send a smaller JSON body.`,
+      );
+    }
+    chunks.push(value);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    throw new HttpError(400, 'INVALID_REQUEST', 'The body is not valid JSON; send a JSON object.');
+  }
 }
 
-function readJsonBody(request: IncomingMessage): Promise<unknown> {
-  // Listeners rather than `for await`: leaving that loop early destroys the request and its socket,
-  // and the 413 could no longer be sent.
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (outcome: () => void): void => {
-      if (settled) return;
-      settled = true;
-      outcome();
-    };
-    request.on('data', (chunk: Buffer) => {
-      if (settled) return; // the rest of an oversized body is drained and dropped
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        settle(() =>
-          reject(
-            new HttpError(
-              413,
-              'REQUEST_TOO_LARGE',
-              `The body is larger than ${MAX_BODY_BYTES} bytes; send a smaller JSON body.`,
-            ),
-          ),
-        );
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('error', (error) => settle(() => reject(error)));
-    request.on('end', () =>
-      settle(() => {
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
-        } catch {
-          reject(new HttpError(400, 'INVALID_REQUEST', 'The body is not valid JSON; send a JSON object.'));
-        }
-      }),
-    );
-  });
+/**
+ * Reads the rest of an oversized body and drops it; never rejects. Cancelling instead would leave it
+ * unread, and a socket closed with unread data resets, so the client might never see the 413.
+ */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // The connection closed: nothing is left to drain.
+  }
 }
 
 function parseWith<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
@@ -162,7 +156,7 @@ function parseWith<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   );
 }
 
-function orderBody(order: OrderRecord): Record<string, unknown> {
+function orderBody(order: OrderRecord) {
   return {
     order_id: order.orderId,
     customer_id: order.customerId,
@@ -174,7 +168,7 @@ function orderBody(order: OrderRecord): Record<string, unknown> {
   };
 }
 
-function refundBody(refund: RefundRecord): Record<string, unknown> {
+function refundBody(refund: RefundRecord) {
   return {
     refund_id: refund.refundId,
     order_id: refund.orderId,
@@ -188,7 +182,7 @@ function refundBody(refund: RefundRecord): Record<string, unknown> {
 }
 
 /** The by-key answer for a refused key: 200, because the lookup worked, with a body that says refused. */
-function refusalBody(refusal: RefundRefusalRecord): Record<string, unknown> {
+function refusalBody(refusal: RefundRefusalRecord) {
   return {
     status: 'refused',
     idempotency_key: refusal.idempotencyKey,
@@ -201,9 +195,10 @@ function refusalBody(refusal: RefundRefusalRecord): Record<string, unknown> {
   };
 }
 
-function idempotencyKeyOf(request: IncomingMessage): string {
-  const header = request.headers['idempotency-key'];
-  const key = (Array.isArray(header) ? header[0] : header)?.trim();
+const replayedHeader = (replayed: boolean) => (replayed ? { 'idempotent-replayed': 'true' } : undefined);
+
+function idempotencyKeyOf(c: OrdersContext): string {
+  const key = c.req.header('idempotency-key')?.trim();
   if (!key) {
     throw new HttpError(
       400,
@@ -221,8 +216,8 @@ function idempotencyKeyOf(request: IncomingMessage): string {
   return key;
 }
 
-function bearerCredentialOf(request: IncomingMessage): string | null {
-  const header = request.headers.authorization;
+function bearerCredentialOf(c: OrdersContext): string | null {
+  const header = c.req.header('authorization');
   if (header === undefined) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match?.[1]) {
@@ -235,24 +230,10 @@ function bearerCredentialOf(request: IncomingMessage): string | null {
   return match[1];
 }
 
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(
-      400,
-      'INVALID_REQUEST',
-      'The path is not valid percent-encoding; encode ids with encodeURIComponent.',
-    );
-  }
-}
-
-function notFound(): HttpError {
-  return new HttpError(
-    404,
-    'NOT_FOUND',
-    'No such route. Routes: GET /orders/:orderId, POST /orders/:orderId/refunds, GET /refunds/by-key/:key, GET /refunds, GET /health.',
-  );
+/** Answers nothing: destroys the socket, so the client sees a network error; what was committed stays committed. */
+function loseResponse(c: OrdersContext): Response {
+  c.env.outgoing.destroy();
+  return RESPONSE_ALREADY_SENT;
 }
 
 /**
@@ -291,16 +272,12 @@ export function createOrdersServer({
   const consumeFault = (input: Parameters<OrdersDatabase['consumeFault']>[0]): boolean =>
     testMode && database.consumeFault(input);
 
-  async function handleRefund(
-    request: IncomingMessage,
-    response: ServerResponse,
-    orderId: string,
-  ): Promise<void> {
-    const idempotencyKey = idempotencyKeyOf(request);
-    if (testMode) refundRequestsByKey.set(idempotencyKey, (refundRequestsByKey.get(idempotencyKey) ?? 0) + 1);
-    // A simulated outage answers before the body is even read: nothing is touched. When a lost
-    // response is armed too, the commit-and-lose comes first, then the outage ("it committed, then
-    // the gateway went down"), which is the hardest case for a caller to get right.
+  /**
+   * A simulated outage answers before the body is even read: nothing is touched. When a lost response
+   * is armed too, the commit-and-lose comes first, then the outage ("it committed, then the gateway
+   * went down"), which is the hardest case for a caller to get right.
+   */
+  const simulateOutage = (idempotencyKey: string): void => {
     const lossPending = testMode && database.faultSwitchesOf({ idempotencyKey }).loseResponseAfterCommit > 0;
     if (!lossPending && consumeFault({ idempotencyKey, fault: 'unavailable' })) {
       throw new HttpError(
@@ -309,20 +286,13 @@ export function createOrdersServer({
         'The orders service is temporarily unavailable; nothing was applied. Retry later with the same Idempotency-Key.',
       );
     }
-    const body = parseWith(refundBodySchema, await readJsonBody(request), 'refund request');
-    const verdict = await verifyCredential({
-      credential: bearerCredentialOf(request),
-      operation: 'refund',
-      orderId,
-      amountCents: body.amount_cents,
-      currency: body.currency,
-      reason: body.reason,
-      idempotencyKey,
-    });
-    if (!verdict.accepted) throw new HttpError(verdict.status, verdict.code, verdict.message);
+  };
 
-    // Another refund takes the order's whole refundable balance just before this one: the race a
-    // caller's earlier check cannot see, so this refund meets the business rules' own refusal.
+  /**
+   * Another refund takes the order's whole refundable balance just before this one: the race a
+   * caller's earlier check cannot see, so this refund meets the business rules' own refusal.
+   */
+  const simulateConcurrentRefund = (orderId: string, idempotencyKey: string): void => {
     const raced = testMode ? database.getOrder({ orderId }) : undefined;
     if (raced && raced.refundableCents > 0 && consumeAnswerFault(idempotencyKey, 'concurrentRefund')) {
       database.applyRefund({
@@ -335,6 +305,85 @@ export function createOrdersServer({
         createdAt: new Date().toISOString(),
       });
     }
+  };
+
+  // Requests that a tool's check, executor or lookup makes; tests read it to prove a call reached no backend.
+  let businessRequests = 0;
+  /** The routes a tool's backend calls: their ids must percent-decode, and each request is counted. */
+  const businessRoute: MiddlewareHandler = async (c, next) => {
+    try {
+      // Hono decodes ids leniently; a malformed one is the caller's mistake, not something to guess at.
+      decodeURIComponent(new URL(c.req.url).pathname);
+    } catch {
+      throw new HttpError(
+        400,
+        'INVALID_REQUEST',
+        'The path is not valid percent-encoding; encode ids with encodeURIComponent.',
+      );
+    }
+    businessRequests++;
+    await next();
+  };
+
+  const app = new Hono<{ Bindings: HttpBindings }>({ strict: false });
+  app.onError((error, c) => {
+    // A client that hung up mid-request has nobody left to answer; that is not a failure of ours.
+    if (c.env.outgoing.destroyed) return RESPONSE_ALREADY_SENT;
+    if (error instanceof HttpError) return errorResponse(c, error);
+    console.error('orders-service: unexpected error', error);
+    return errorResponse(
+      c,
+      new HttpError(
+        500,
+        'INTERNAL_ERROR',
+        'The orders service failed unexpectedly; whether anything was applied is unknown. Look the key up with GET /refunds/by-key/:key.',
+      ),
+    );
+  });
+  // Unknown paths and known paths with another method alike.
+  app.notFound((c) =>
+    errorResponse(
+      c,
+      new HttpError(
+        404,
+        'NOT_FOUND',
+        'No such route. Routes: GET /orders/:orderId, POST /orders/:orderId/refunds, GET /refunds/by-key/:key, GET /refunds, GET /health.',
+      ),
+    ),
+  );
+
+  app.get('/health', (c) => c.json({ status: 'ok' }));
+
+  app.get('/orders/:orderId', businessRoute, (c) => {
+    const orderId = c.req.param('orderId');
+    const order = database.getOrder({ orderId });
+    if (!order) {
+      throw new HttpError(
+        404,
+        'ORDER_NOT_FOUND',
+        `Order ${orderId} does not exist. Check the order id with the customer.`,
+      );
+    }
+    return c.json(orderBody(order));
+  });
+
+  app.post('/orders/:orderId/refunds', businessRoute, async (c) => {
+    const orderId = c.req.param('orderId');
+    const idempotencyKey = idempotencyKeyOf(c);
+    if (testMode) refundRequestsByKey.set(idempotencyKey, (refundRequestsByKey.get(idempotencyKey) ?? 0) + 1);
+    simulateOutage(idempotencyKey);
+    const body = parseWith(refundBodySchema, await readJsonBody(c.req.raw), 'refund request');
+    const verdict = await verifyCredential({
+      credential: bearerCredentialOf(c),
+      operation: 'refund',
+      orderId,
+      amountCents: body.amount_cents,
+      currency: body.currency,
+      reason: body.reason,
+      idempotencyKey,
+    });
+    if (!verdict.accepted) throw new HttpError(verdict.status, verdict.code, verdict.message);
+    simulateConcurrentRefund(orderId, idempotencyKey);
     const result = database.applyRefund({
       orderId,
       amountCents: body.amount_cents,
@@ -344,251 +393,96 @@ export function createOrdersServer({
       refundId: `RF-${randomUUID()}`,
       createdAt: new Date().toISOString(),
     });
-    switch (result.outcome) {
-      case 'rejected': {
-        // The refusal is recorded under the key, a commit like a refund's: the same fault loses its answer.
-        if (consumeFault({ idempotencyKey, fault: 'loseResponseAfterCommit' })) {
-          response.destroy();
-          return;
-        }
-        sendJson(
-          response,
-          result.code === 'ORDER_NOT_FOUND' ? 404 : 422,
-          { code: result.code, message: result.message },
-          result.replayed ? { 'idempotent-replayed': 'true' } : {},
-        );
-        return;
-      }
-      case 'conflict':
-        throw new HttpError(409, 'IDEMPOTENCY_CONFLICT', result.message);
-      case 'applied':
-      case 'replayed': {
-        // The fault fires only after the commit, which is exactly the case it simulates: the effect
-        // happened, the caller never hears of it, and a retry with the same key must replay.
-        if (
-          consumeFault({
-            idempotencyKey,
-            fault: 'loseResponseAfterCommit',
-          })
-        ) {
-          response.destroy();
-          return;
-        }
-        const replayed = result.outcome === 'replayed';
-        // Committed, then answered with a body that breaks the service's own contract (no refund_id).
-        if (consumeAnswerFault(idempotencyKey, 'malformedResponse')) {
-          const { refund_id: _missing, ...malformed } = refundBody(result.refund);
-          sendJson(response, replayed ? 200 : 201, malformed);
-          return;
-        }
-        sendJson(
-          response,
-          replayed ? 200 : 201,
-          refundBody(result.refund),
-          replayed ? { 'idempotent-replayed': 'true' } : {},
-        );
-        return;
-      }
+    if (result.outcome === 'conflict') throw new HttpError(409, 'IDEMPOTENCY_CONFLICT', result.message);
+    // A refund and a refusal are both recorded under the key, and the fault fires only after that
+    // commit, which is exactly the case it simulates: the outcome is fixed, the caller never hears of
+    // it, and a retry with the same key must answer it again.
+    if (consumeFault({ idempotencyKey, fault: 'loseResponseAfterCommit' })) return loseResponse(c);
+    if (result.outcome === 'rejected') {
+      const status = result.code === 'ORDER_NOT_FOUND' ? 404 : 422;
+      return c.json({ code: result.code, message: result.message }, status, replayedHeader(result.replayed));
     }
-  }
+    const replayed = result.outcome === 'replayed';
+    // Committed, then answered with a body that breaks the service's own contract (no refund_id).
+    if (consumeAnswerFault(idempotencyKey, 'malformedResponse')) {
+      const { refund_id: _missing, ...malformed } = refundBody(result.refund);
+      return c.json(malformed, replayed ? 200 : 201);
+    }
+    return c.json(refundBody(result.refund), replayed ? 200 : 201, replayedHeader(replayed));
+  });
 
-  type Route = {
-    method: 'GET' | 'POST';
-    /** Path segments; one starting with ":" captures that segment (percent-decoded) under its name. */
-    pattern: string[];
-    handler: (
-      request: IncomingMessage,
-      response: ServerResponse,
-      context: RouteContext,
-    ) => Promise<void> | void;
-  };
-  type RouteContext = {
-    parameters: Record<string, string>;
-    query: URLSearchParams;
-  };
+  app.get('/refunds/by-key/:idempotencyKey', businessRoute, (c) => {
+    const idempotencyKey = c.req.param('idempotencyKey');
+    if (consumeFault({ idempotencyKey, fault: 'lookupUnavailable' })) {
+      throw new HttpError(
+        503,
+        'UPSTREAM_UNAVAILABLE',
+        'The orders service cannot look up refunds right now; whether the key was applied is unknown. Ask again later.',
+      );
+    }
+    const refund = database.findRefundByKey({ idempotencyKey });
+    if (refund) return c.json(refundBody(refund));
+    const refusal = database.findRefusalByKey({ idempotencyKey });
+    if (refusal) return c.json(refusalBody(refusal));
+    throw new HttpError(
+      404,
+      'NOT_APPLIED',
+      `No refund was applied with idempotency key ${idempotencyKey}; sending it again applies it at most once.`,
+    );
+  });
 
-  const routes: Route[] = [
-    {
-      method: 'GET',
-      pattern: ['health'],
-      handler: (_request, response) => sendJson(response, 200, { status: 'ok' }),
-    },
-    {
-      method: 'GET',
-      pattern: ['orders', ':orderId'],
-      handler: (_request, response, { parameters }) => {
-        const orderId = parameters.orderId ?? '';
-        const order = database.getOrder({ orderId });
-        if (!order)
-          throw new HttpError(
-            404,
-            'ORDER_NOT_FOUND',
-            `Order ${orderId} does not exist. Check the order id with the customer.`,
-          );
-        sendJson(response, 200, orderBody(order));
-      },
-    },
-    {
-      method: 'POST',
-      pattern: ['orders', ':orderId', 'refunds'],
-      handler: (request, response, { parameters }) =>
-        handleRefund(request, response, parameters.orderId ?? ''),
-    },
-    {
-      method: 'GET',
-      pattern: ['refunds', 'by-key', ':idempotencyKey'],
-      handler: (_request, response, { parameters }) => {
-        const idempotencyKey = parameters.idempotencyKey ?? '';
-        if (consumeFault({ idempotencyKey, fault: 'lookupUnavailable' })) {
-          throw new HttpError(
-            503,
-            'UPSTREAM_UNAVAILABLE',
-            'The orders service cannot look up refunds right now; whether the key was applied is unknown. Ask again later.',
-          );
-        }
-        const refund = database.findRefundByKey({ idempotencyKey });
-        const refusal = refund ? null : database.findRefusalByKey({ idempotencyKey });
-        if (refusal) {
-          sendJson(response, 200, refusalBody(refusal));
-          return;
-        }
-        if (!refund) {
-          throw new HttpError(
-            404,
-            'NOT_APPLIED',
-            `No refund was applied with idempotency key ${idempotencyKey}; sending it again applies it at most once.`,
-          );
-        }
-        sendJson(response, 200, refundBody(refund));
-      },
-    },
-    {
-      method: 'GET',
-      pattern: ['refunds'],
-      handler: (_request, response, { query }) => {
-        const refunds = database.listRefunds({
-          orderId: query.get('order_id') ?? undefined,
-        });
-        sendJson(response, 200, {
-          count: refunds.length,
-          refunds: refunds.map(refundBody),
-        });
-      },
-    },
-  ];
+  app.get('/refunds', (c) => {
+    const refunds = database.listRefunds({ orderId: c.req.query('order_id') });
+    return c.json({ count: refunds.length, refunds: refunds.map(refundBody) });
+  });
+
+  app.get('/stats', (c) => {
+    // In test mode, `?idempotency_key=K` adds how many refund requests that key made (every attempt).
+    const key = c.req.query('idempotency_key');
+    return c.json({
+      business_requests: businessRequests,
+      ...(testMode && key !== undefined ? { refund_requests: refundRequestsByKey.get(key) ?? 0 } : {}),
+    });
+  });
+
   // Without testMode these routes do not exist at all: nobody who reaches the port can arm a lost
   // response or an outage for someone's refund, or wipe the data.
   if (testMode) {
-    routes.push(
-      {
-        method: 'POST',
-        pattern: ['faults'],
-        handler: async (request, response) => {
-          const body = parseWith(faultBodySchema, await readJsonBody(request), 'fault switches');
-          const switches = database.setFaultSwitches({
-            idempotencyKey: body.idempotency_key,
-            loseResponseAfterCommit: body.lose_response_after_commit,
-            unavailable: body.unavailable,
-            lookupUnavailable: body.lookup_unavailable,
-          });
-          const current = answerFaultsOf(body.idempotency_key);
-          const answers = {
-            malformedResponse: body.malformed_response ?? current.malformedResponse,
-            concurrentRefund: body.concurrent_refund ?? current.concurrentRefund,
-          };
-          answerFaults.set(body.idempotency_key, answers);
-          sendJson(response, 200, {
-            idempotency_key: body.idempotency_key,
-            lose_response_after_commit: switches.loseResponseAfterCommit,
-            unavailable: switches.unavailable,
-            lookup_unavailable: switches.lookupUnavailable,
-            malformed_response: answers.malformedResponse,
-            concurrent_refund: answers.concurrentRefund,
-          });
-        },
-      },
-      {
-        method: 'POST',
-        pattern: ['admin', 'reset'],
-        handler: (_request, response) => {
-          database.reset();
-          answerFaults.clear();
-          refundRequestsByKey.clear();
-          sendJson(response, 200, { status: 'reset' });
-        },
-      },
-    );
-  }
-
-  // Requests that a tool's check, executor or lookup makes; tests read it to prove a call reached no backend.
-  let businessRequests = 0;
-  const businessRoutes = new Set([
-    'GET orders/:orderId',
-    'POST orders/:orderId/refunds',
-    'GET refunds/by-key/:idempotencyKey',
-  ]);
-  routes.push({
-    method: 'GET',
-    pattern: ['stats'],
-    handler: (_request, response, { query }) => {
-      // In test mode, `?idempotency_key=K` adds how many refund requests that key made (every attempt).
-      const key = query.get('idempotency_key');
-      sendJson(response, 200, {
-        business_requests: businessRequests,
-        ...(testMode && key !== null ? { refund_requests: refundRequestsByKey.get(key) ?? 0 } : {}),
+    app.post('/faults', async (c) => {
+      const body = parseWith(faultBodySchema, await readJsonBody(c.req.raw), 'fault switches');
+      const switches = database.setFaultSwitches({
+        idempotencyKey: body.idempotency_key,
+        loseResponseAfterCommit: body.lose_response_after_commit,
+        unavailable: body.unavailable,
+        lookupUnavailable: body.lookup_unavailable,
       });
-    },
-  });
-
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    // Split before decoding, so an encoded "/" inside an id stays part of that id.
-    const segments = url.pathname.split('/').filter((segment) => segment !== '');
-    for (const route of routes) {
-      if (route.method !== request.method || route.pattern.length !== segments.length) continue;
-      const parameters: Record<string, string> = {};
-      const matches = route.pattern.every((expected, index) => {
-        const actual = segments[index] ?? '';
-        if (!expected.startsWith(':')) return expected === actual;
-        parameters[expected.slice(1)] = decodeSegment(actual);
-        return true;
+      const current = answerFaultsOf(body.idempotency_key);
+      const answers = {
+        malformedResponse: body.malformed_response ?? current.malformedResponse,
+        concurrentRefund: body.concurrent_refund ?? current.concurrentRefund,
+      };
+      answerFaults.set(body.idempotency_key, answers);
+      return c.json({
+        idempotency_key: body.idempotency_key,
+        lose_response_after_commit: switches.loseResponseAfterCommit,
+        unavailable: switches.unavailable,
+        lookup_unavailable: switches.lookupUnavailable,
+        malformed_response: answers.malformedResponse,
+        concurrent_refund: answers.concurrentRefund,
       });
-      if (matches) {
-        if (businessRoutes.has(`${route.method} ${route.pattern.join('/')}`)) businessRequests++;
-        await route.handler(request, response, {
-          parameters,
-          query: url.searchParams,
-        });
-        return;
-      }
-    }
-    throw notFound();
-  }
-
-  return createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => {
-      // This is the last line of defence: nothing here may throw, or the process would crash.
-      try {
-        if (response.headersSent || response.destroyed) return;
-        if (error instanceof HttpError) {
-          sendError(response, error);
-          return;
-        }
-        console.error('orders-service: unexpected error', error);
-        sendError(
-          response,
-          new HttpError(
-            500,
-            'INTERNAL_ERROR',
-            'The orders service failed unexpectedly; whether anything was applied is unknown. Look the key up with GET /refunds/by-key/:key.',
-          ),
-        );
-      } catch (failure) {
-        console.error('orders-service: could not send an error response', failure);
-        response.destroy();
-      }
     });
-  });
+    app.post('/admin/reset', (c) => {
+      database.reset();
+      answerFaults.clear();
+      refundRequestsByKey.clear();
+      return c.json({ status: 'reset' });
+    });
+  }
+
+  // The service also runs inside test processes: it must not swap their global Request and Response
+  // (node-server's default). A request without a Host header is served as if sent to 127.0.0.1.
+  const listener = getRequestListener(app.fetch, { hostname: '127.0.0.1', overrideGlobalObjects: false });
+  return createServer((request, response) => void listener(request, response));
 }
 
 /**
