@@ -1,9 +1,9 @@
 // `npm start`: a Temporal dev server with its Web UI (state kept in .toolgate/), the orders service,
 // a toolgate worker running the orders tools under the default policy, and the MCP server over HTTP.
 // Ctrl-C stops them all.
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   defaultTaskQueue,
   generateKeyPairFiles,
@@ -27,7 +27,6 @@ async function main(): Promise<void> {
   const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
   const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
   const ordersPort = Number(process.env.ORDERS_PORT ?? 4100);
-  const mcpPort = Number(process.env.MCP_PORT ?? 4200);
   const server = await startDevServer({
     projectRoot,
     port: temporalPort,
@@ -82,7 +81,9 @@ async function main(): Promise<void> {
     stops.push(() => started.stop());
     const { policy } = started;
 
-    // The MCP server over HTTP, on this machine only, with a development token for support-bot.
+    // The MCP server over HTTP, where the config says (this machine only by default; MCP_PORT overrides
+    // the port), with a development token for support-bot.
+    const mcpPort = Number(process.env.MCP_PORT ?? config.mcp.port ?? 4200);
     const mcpConnection = await Connection.connect({ address: server.address });
     stops.push(() => mcpConnection.close());
     const mcp = await startMcpHttpServer({
@@ -94,7 +95,8 @@ async function main(): Promise<void> {
         callerKey: (caller) => callerKey({ keysDirectory: config.keysDirectory, caller }),
       }),
       tokens: mcpTokenVerifier({ path: config.mcp.tokensPath }),
-      host: '127.0.0.1',
+      callers: Object.keys(policy.file.callers),
+      host: config.mcp.host ?? '127.0.0.1',
       port: mcpPort,
       ...(config.mcp.allowedOrigins ? { allowedOrigins: config.mcp.allowedOrigins } : {}),
       log,
@@ -163,7 +165,8 @@ function callerKey(input: { keysDirectory: string; caller: string }) {
 
 /**
  * The development MCP token of `caller`: kept in plain text next to the development keys (which are
- * plain files there too), made on first run, and made again when the kept one was revoked.
+ * plain files there too), made on first run, and made again when the kept one was revoked. The file
+ * is rewritten readable by its owner only on every run, whatever its mode was.
  */
 function developmentMcpToken(input: { tokensPath: string; keysDirectory: string; caller: string }): {
   token: string;
@@ -172,16 +175,16 @@ function developmentMcpToken(input: { tokensPath: string; keysDirectory: string;
 } {
   const path = join(input.keysDirectory, `mcp-${input.caller}.token`);
   const kept = existsSync(path) ? readFileSync(path, 'utf8').trim() : '';
-  if (kept && mcpTokenVerifier({ path: input.tokensPath }).verify(kept)?.caller === input.caller) {
-    return { token: kept, path, created: false };
-  }
-  const { token } = createMcpToken({
-    path: input.tokensPath,
-    caller: input.caller,
-    label: 'development (npm start)',
-  });
+  const valid =
+    kept !== '' && mcpTokenVerifier({ path: input.tokensPath }).verify(kept)?.caller === input.caller;
+  const token = valid
+    ? kept
+    : createMcpToken({ path: input.tokensPath, caller: input.caller, label: 'development (npm start)' })
+        .token;
+  // `mode` applies to a file it creates only; chmod makes an existing one its owner's again.
   writeFileSync(path, `${token}\n`, { mode: 0o600 });
-  return { token, path, created: true };
+  chmodSync(path, 0o600);
+  return { token, path, created: !valid };
 }
 
 main().then(

@@ -159,6 +159,8 @@ async function httpCommand(input: { options: HttpOptions; context: CliContext })
       server = await startMcpHttpServer({
         client,
         tokens: mcpTokenVerifier({ path: tokensPath }),
+        // Every caller's tools are checked at start-up: a schema MCP cannot carry fails here, not later.
+        callers: Object.keys(policy.file.callers),
         host,
         port,
         ...(config.mcp.allowedOrigins ? { allowedOrigins: config.mcp.allowedOrigins } : {}),

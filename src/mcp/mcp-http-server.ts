@@ -1,6 +1,8 @@
 // The MCP server over Streamable HTTP, on node:http: one SDK transport and one governed server per
 // MCP session. Each request is checked before anything runs (Host, Origin, bearer token); the token
-// names the caller; the MCP session id is the toolgate session, bound to the caller that opened it.
+// names the caller; the MCP session id is the toolgate session, bound to the token that opened it.
+// What one token holder can take is bounded: sessions per token and in all, and the body read to
+// open one.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
@@ -9,16 +11,32 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolGateClient } from '../client';
-import { authorityOf, bearerTokenOf, defaultAllowedOrigins, hostAllowed, originAllowed } from './http-access';
-import { createToolGateMcpServer } from './mcp-server';
-import type { McpTokenVerifier } from './mcp-tokens';
+import { ConfigurationError } from '../policy/load-policy';
+import {
+  authorityOf,
+  bearerTokenOf,
+  defaultAllowedOrigins,
+  hostAllowed,
+  isLoopbackHost,
+  originAllowed,
+} from './http-access';
+import { checkMcpServable, createToolGateMcpServer } from './mcp-server';
+import type { McpTokenPrincipal, McpTokenVerifier } from './mcp-tokens';
+import { mcpTokenHash } from './mcp-tokens';
 
 /** Where and for whom the HTTP server runs. */
 export interface McpHttpServerOptions {
   client: ToolGateClient;
   /** Who a bearer token stands for: `mcpTokenVerifier({ path })` over a tokens file, or your own. */
   tokens: McpTokenVerifier;
-  /** The address to listen on (default 127.0.0.1: this machine only). */
+  /**
+   * The callers whose tools are checked at start-up (every tool's JSON Schema), so that a schema
+   * MCP cannot carry fails now, not at a client's first tools/list: pass the policy's callers,
+   * `Object.keys(policy.file.callers)`. Default: none (the policy and the status tool's name are
+   * checked all the same).
+   */
+  callers?: readonly string[];
+  /** The address to listen on (default 127.0.0.1: this machine only; elsewhere, put it behind TLS). */
   host?: string;
   /** The port; 0 for a free one (see `url`). */
   port: number;
@@ -26,6 +44,10 @@ export interface McpHttpServerOptions {
   allowedOrigins?: readonly string[];
   /** MCP sessions unused for this long are closed (default 30 minutes, a toolgate session's default idle). */
   idleSessionMs?: number;
+  /** The most MCP sessions one token may have open at once (default 16); beyond, 429. */
+  maxSessionsPerToken?: number;
+  /** The most MCP sessions open at once, all tokens together (default 256); beyond, 429. */
+  maxSessions?: number;
   log?: (line: string) => void;
 }
 
@@ -41,47 +63,76 @@ export interface McpHttpServer {
 const endpointPath = '/mcp';
 /** The largest request body read to open a session (the SDK's own bound for the requests it reads). */
 const maxBodyBytes = 4 * 1024 * 1024;
+/** How often idle sessions, and sessions whose token was revoked, are looked for. */
+const sweepEveryMs = 5_000;
+/** How many hex digits of a token id a log line shows: enough to find it in `toolgate mcp tokens`. */
+const shownTokenIdDigits = 12;
 
 interface McpSession {
   transport: StreamableHTTPServerTransport;
   server: Server;
   caller: string;
+  /** The token that opened the session: the only one its requests may carry. */
+  tokenId: string;
   lastUsedAt: number;
 }
 
 /**
- * Starts the MCP server over Streamable HTTP (loopback by default). A request without a known token
- * gets 401, one from a foreign origin or host 403, one naming another caller's session 404: nothing
- * runs for any of them. Every tools/call goes through toolgate as the token's caller, in the MCP session.
+ * Starts the MCP server over Streamable HTTP (loopback by default). Checks at start-up what would
+ * otherwise fail at a client's first request (`ConfigurationError`). A request without a known token
+ * gets 401, one from a foreign origin or host 403, one naming a session its token did not open 404:
+ * nothing runs for any of them. A session ends with its token's revocation. Every tools/call goes
+ * through toolgate as the token's caller, in the MCP session.
  */
 export async function startMcpHttpServer(options: McpHttpServerOptions): Promise<McpHttpServer> {
   const host = options.host ?? '127.0.0.1';
   const log = options.log ?? ((): void => undefined);
+  checkMcpServable({ client: options.client, callers: options.callers ?? [] });
+  const maxSessionsPerToken = positiveInteger('maxSessionsPerToken', options.maxSessionsPerToken ?? 16);
+  const maxSessions = positiveInteger('maxSessions', options.maxSessions ?? 256);
+  const idleSessionMs = positiveInteger('idleSessionMs', options.idleSessionMs ?? 30 * 60_000);
   const sessions = new Map<string, McpSession>();
+  /** Sessions being opened (an initialize in flight), per token: counted against the caps too. */
+  const opening = new Map<string, number>();
   let allowedOrigins = new Set<string>();
 
-  const closeSession = async (id: string): Promise<void> => {
+  const closeSession = async (id: string, why: string): Promise<void> => {
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
+    log(`MCP session ${id} closed: ${why}`);
     // Closing the server closes its transport (its open streams too).
     await session.server
       .close()
       .catch((error: unknown) => log(`closing MCP session ${id}: ${String(error)}`));
   };
+  /** True, and the session closed, when the verifier says its token no longer verifies. */
+  const closedForRevocation = (id: string, session: McpSession): boolean => {
+    if (options.tokens.isActive?.(session.tokenId) !== false) return false;
+    void closeSession(id, `its token ${shortId(session.tokenId)} was revoked`);
+    return true;
+  };
+  const openCount = (tokenId: string): number => {
+    let count = opening.get(tokenId) ?? 0;
+    for (const session of sessions.values()) if (session.tokenId === tokenId) count += 1;
+    return count;
+  };
+  const openingTotal = (): number => [...opening.values()].reduce((sum, count) => sum + count, 0);
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    // What the log says of a request: never its headers (the token), nor its query.
+    const requestLine = `${request.method ?? '?'} ${path}`;
     if (path !== endpointPath) {
       return reply(response, 404, { error: `not found; the MCP endpoint is ${endpointPath}` });
     }
     if (!hostAllowed({ hostHeader: request.headers.host, boundHost: host })) {
-      log(`refused a request for host ${JSON.stringify(request.headers.host ?? '')} (403)`);
+      log(`refused ${requestLine} for host ${JSON.stringify(request.headers.host ?? '')} (403)`);
       return reply(response, 403, { error: 'forbidden: this server answers to its loopback names only' });
     }
     const origin = request.headers.origin;
     if (!originAllowed({ origin, allowed: allowedOrigins })) {
-      log(`refused a request from origin ${JSON.stringify(origin)} (403)`);
+      log(`refused ${requestLine} from origin ${JSON.stringify(origin)} (403)`);
       return reply(response, 403, {
         error: 'forbidden: this origin is not allowed (config mcp.allowedOrigins)',
       });
@@ -89,9 +140,20 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
     if (origin !== undefined) allowBrowser({ response, origin });
     // A browser's preflight carries no credentials: it learns what it may send, and nothing runs.
     if (request.method === 'OPTIONS') return reply(response, 204);
+    const sessionId = request.headers['mcp-session-id'];
+    const named = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    // A session whose token was revoked ends now, whoever asks.
+    const session = named && !closedForRevocation(sessionId as string, named) ? named : undefined;
     const token = bearerTokenOf(request.headers.authorization);
-    const principal = token !== undefined ? options.tokens.verify(token) : undefined;
+    const principal = token !== undefined ? verified(options.tokens, token) : undefined;
     if (!principal) {
+      log(
+        `refused ${requestLine}: ${
+          token === undefined
+            ? 'no bearer token'
+            : `unknown or revoked token (sha256 ${mcpTokenHash(token).slice(0, shownTokenIdDigits)}...)`
+        } (401)`,
+      );
       response.setHeader(
         'WWW-Authenticate',
         token === undefined ? 'Bearer realm="toolgate"' : 'Bearer realm="toolgate", error="invalid_token"',
@@ -101,66 +163,119 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
           'unauthorized: send Authorization: Bearer <token> (toolgate mcp token --caller NAME makes one)',
       });
     }
-    const sessionId = request.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
-      const session = sessions.get(sessionId);
-      // Another caller's session is as unknown as one that never existed.
-      if (!session || session.caller !== principal.caller) {
-        return replyRpcError(response, 404, -32001, 'Session not found');
+      // A session answers to the token that opened it only: for any other token, even one of the same
+      // caller, it is as unknown as one that never existed.
+      if (!session || session.tokenId !== principal.tokenId) {
+        log(`refused ${requestLine}: no MCP session ${sessionId.slice(0, 64)} for this token (404)`);
+        return replyRpcError({ response, status: 404, code: -32001, message: 'Session not found' });
       }
       session.lastUsedAt = Date.now();
       return session.transport.handleRequest(request, response);
     }
     if (request.method !== 'POST') {
-      return replyRpcError(response, 400, -32000, 'Bad Request: no valid MCP session id; initialize first');
+      return replyRpcError({
+        response,
+        status: 400,
+        code: -32000,
+        message: 'Bad Request: no valid MCP session id; initialize first',
+      });
     }
-    const body = await readJsonBody(request);
-    if (!body.ok) return replyRpcError(response, body.status, body.code, body.message);
-    const messages: unknown[] = Array.isArray(body.value) ? body.value : [body.value];
-    if (!messages.some((message) => isInitializeRequest(message))) {
-      return replyRpcError(response, 400, -32000, 'Bad Request: no valid MCP session id; initialize first');
+    // An initialize comes alone: a batch is refused before any of it is read as JSON.
+    const body = await readJsonBody({ request, refuseBatch: true });
+    if (!body.ok) return replyRpcError({ response, ...body });
+    if (!isInitializeRequest(body.value)) {
+      return replyRpcError({
+        response,
+        status: 400,
+        code: -32000,
+        message: 'Bad Request: no valid MCP session id; initialize first',
+      });
     }
-    await openSession({ request, response, body: body.value, caller: principal.caller });
+    const refusal = sessionCapRefusal(principal.tokenId);
+    if (refusal) {
+      log(`refused ${requestLine} for ${principal.caller}: ${refusal.log} (429)`);
+      return replyRpcError({
+        response,
+        status: 429,
+        code: -32000,
+        message: refusal.message,
+        ...requestIdOf(body.value),
+      });
+    }
+    await openSession({ request, response, body: body.value, principal });
+  };
+
+  /** Why a new session may not open now (a cap reached), or undefined. */
+  const sessionCapRefusal = (tokenId: string): { message: string; log: string } | undefined => {
+    const close =
+      'close the MCP sessions you no longer use (an HTTP DELETE with their Mcp-Session-Id header) or wait ' +
+      `until unused ones are closed (after ${Math.ceil(idleSessionMs / 60_000)} min idle), then initialize again`;
+    if (openCount(tokenId) >= maxSessionsPerToken) {
+      return {
+        message: `Too many MCP sessions open for this token (at most ${maxSessionsPerToken}): ${close}`,
+        log: `token ${shortId(tokenId)} has ${maxSessionsPerToken} sessions open`,
+      };
+    }
+    if (sessions.size + openingTotal() >= maxSessions) {
+      return {
+        message: `Too many MCP sessions open on this server (at most ${maxSessions}): ${close}`,
+        log: `${maxSessions} sessions open`,
+      };
+    }
+    return undefined;
   };
 
   const openSession = async (input: {
     request: IncomingMessage;
     response: ServerResponse;
     body: unknown;
-    caller: string;
+    principal: McpTokenPrincipal;
   }): Promise<void> => {
-    const { caller } = input;
-    // The MCP session id is the toolgate session: random, so no client can pick one that exists.
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => `mcp-${randomUUID()}`,
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server, caller, lastUsedAt: Date.now() });
-        log(`MCP session ${id} opened for ${caller}`);
-      },
-    });
-    transport.onclose = () => {
-      const id = transport.sessionId;
-      if (id !== undefined && sessions.get(id)?.transport === transport) {
-        sessions.delete(id);
-        log(`MCP session ${id} closed`);
-      }
+    const { caller, tokenId } = input.principal;
+    // Counted as opening until the session exists, then as open: never both, never neither.
+    opening.set(tokenId, (opening.get(tokenId) ?? 0) + 1);
+    let counted = true;
+    const stopCounting = (): void => {
+      if (!counted) return;
+      counted = false;
+      const left = (opening.get(tokenId) ?? 1) - 1;
+      if (left > 0) opening.set(tokenId, left);
+      else opening.delete(tokenId);
     };
-    const server = createToolGateMcpServer({
-      client: options.client,
-      caller,
-      log,
-    });
-    await server.connect(transport);
-    await transport.handleRequest(input.request, input.response, input.body);
-    // An initialize the transport refused opened no session: nothing keeps this pair.
-    if (transport.sessionId === undefined) await server.close();
+    try {
+      // The MCP session id is the toolgate session: random, so no client can pick one that exists.
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => `mcp-${randomUUID()}`,
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, server, caller, tokenId, lastUsedAt: Date.now() });
+          stopCounting();
+          log(`MCP session ${id} opened for ${caller} (token ${shortId(tokenId)})`);
+        },
+      });
+      transport.onclose = () => {
+        const id = transport.sessionId;
+        if (id !== undefined && sessions.get(id)?.transport === transport) {
+          sessions.delete(id);
+          log(`MCP session ${id} closed`);
+        }
+      };
+      const server = createToolGateMcpServer({ client: options.client, caller, log });
+      await server.connect(transport);
+      await transport.handleRequest(input.request, input.response, input.body);
+      // An initialize the transport refused opened no session: nothing keeps this pair.
+      if (transport.sessionId === undefined) await server.close();
+    } finally {
+      stopCounting();
+    }
   };
 
   const httpServer: HttpServer = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
       log(`MCP request failed: ${String(error)}`);
-      if (!response.headersSent) replyRpcError(response, 500, -32603, 'Internal error');
-      else response.end();
+      if (!response.headersSent) {
+        replyRpcError({ response, status: 500, code: -32603, message: 'Internal error' });
+      } else response.end();
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -171,20 +286,26 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
     });
   });
   const port = (httpServer.address() as AddressInfo).port;
+  if (!isLoopbackHost(host)) {
+    log(
+      `warning: the MCP server listens on ${host}, reachable from other machines, over plain HTTP: bearer ` +
+        'tokens travel unencrypted; put it behind TLS (a reverse proxy that terminates HTTPS) or listen on 127.0.0.1',
+    );
+  }
   allowedOrigins = new Set(
     (options.allowedOrigins ?? defaultAllowedOrigins({ host, port })).map((origin) =>
       origin.toLowerCase().replace(/\/$/, ''),
     ),
   );
-  const idleSessionMs = options.idleSessionMs ?? 30 * 60_000;
   const sweep = setInterval(
     () => {
       const now = Date.now();
       for (const [id, session] of sessions) {
-        if (now - session.lastUsedAt > idleSessionMs) void closeSession(id);
+        if (closedForRevocation(id, session)) continue;
+        if (now - session.lastUsedAt > idleSessionMs) void closeSession(id, 'idle');
       }
     },
-    Math.min(60_000, idleSessionMs),
+    Math.min(sweepEveryMs, idleSessionMs),
   );
   sweep.unref();
 
@@ -195,12 +316,40 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
       (stopping ??= (async () => {
         clearInterval(sweep);
         const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
-        await Promise.all([...sessions.keys()].map((id) => closeSession(id)));
+        await Promise.all([...sessions.keys()].map((id) => closeSession(id, 'the server stopped')));
         // Open streams (a session's GET) and idle keep-alive connections would hold close() forever.
         httpServer.closeAllConnections();
         await closed;
       })()),
   };
+}
+
+/** The verifier's answer, checked: a principal without a token id could not bind a session. */
+function verified(tokens: McpTokenVerifier, token: string): McpTokenPrincipal | undefined {
+  const principal = tokens.verify(token);
+  if (principal && (typeof principal.tokenId !== 'string' || principal.tokenId.length === 0)) {
+    throw new ConfigurationError(
+      'the MCP token verifier returned a caller without a tokenId; return { caller, tokenId } (e.g. the token hash)',
+    );
+  }
+  return principal;
+}
+
+/** The JSON-RPC id of a request, to echo in its error, when it has one. */
+function requestIdOf(message: unknown): { id?: string | number } {
+  const id = (message as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? { id } : {};
+}
+
+function shortId(tokenId: string): string {
+  return `${tokenId.slice(0, shownTokenIdDigits)}...`;
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new ConfigurationError(`startMcpHttpServer: ${name} must be a whole number above 0, got ${value}`);
+  }
+  return value;
 }
 
 /** What a browser page on an allowed origin needs to call and read the answer. */
@@ -224,24 +373,47 @@ function reply(response: ServerResponse, status: number, body?: Record<string, u
   response.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
 }
 
-function replyRpcError(response: ServerResponse, status: number, code: number, message: string): void {
-  response
+/** A JSON-RPC error as the HTTP answer; `id` echoes the request's when it is known. */
+function replyRpcError(input: {
+  response: ServerResponse;
+  status: number;
+  code: number;
+  message: string;
+  id?: string | number;
+}): void {
+  input.response
     // A body left unread (too large) must not be parsed as the next request on this connection.
-    .writeHead(status, {
+    .writeHead(input.status, {
       'Content-Type': 'application/json',
-      ...(status === 413 ? { Connection: 'close' } : {}),
+      ...(input.status === 413 ? { Connection: 'close' } : {}),
     })
-    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+    .end(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        error: { code: input.code, message: input.message },
+        id: input.id ?? null,
+      }),
+    );
 }
 
-/** Reads a request's body as JSON, up to {@link maxBodyBytes}; beyond, the answer is 413 and the rest is dropped. */
-function readJsonBody(
-  request: IncomingMessage,
-): Promise<{ ok: true; value: unknown } | { ok: false; status: number; code: number; message: string }> {
+type BodyRefusal = { ok: false; status: number; code: number; message: string };
+
+/**
+ * Reads a request's body as JSON, up to {@link maxBodyBytes}; beyond, the answer is 413 and the rest is
+ * dropped. With `refuseBatch`, a body whose first character is `[` is answered 400 without being kept
+ * or parsed: the rest is read and dropped, never scanned.
+ */
+function readJsonBody(input: {
+  request: IncomingMessage;
+  refuseBatch: boolean;
+}): Promise<{ ok: true; value: unknown } | BodyRefusal> {
+  const { request } = input;
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    /** undefined until the first character that is not whitespace is seen. */
+    let batch: boolean | undefined;
     request.on('data', (chunk: Buffer) => {
       if (settled) return;
       size += chunk.length;
@@ -255,7 +427,11 @@ function readJsonBody(
         });
         return;
       }
-      chunks.push(chunk);
+      if (batch === undefined) {
+        const first = chunk.findIndex((byte) => !jsonWhitespace.has(byte));
+        if (first >= 0) batch = input.refuseBatch && chunk[first] === 0x5b; // '['
+      }
+      if (batch !== true) chunks.push(chunk);
     });
     request.on('error', () => {
       if (settled) return;
@@ -265,6 +441,16 @@ function readJsonBody(
     request.on('end', () => {
       if (settled) return;
       settled = true;
+      if (batch === true) {
+        resolve({
+          ok: false,
+          status: 400,
+          code: -32600,
+          message:
+            'Bad Request: a batch (JSON array) cannot open an MCP session; send the initialize request alone',
+        });
+        return;
+      }
       try {
         resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
       } catch {
@@ -273,3 +459,6 @@ function readJsonBody(
     });
   });
 }
+
+/** JSON's whitespace: space, tab, line feed, carriage return. */
+const jsonWhitespace = new Set([0x20, 0x09, 0x0a, 0x0d]);

@@ -43,7 +43,8 @@ const instructions =
   'Every tool call goes through toolgate, which validates it, applies your policy and, for risky calls, waits for ' +
   'a human. A result with code APPROVAL_PENDING means nothing happened yet and nothing is wrong: tell the user it ' +
   'awaits approval and use toolgate_call_status with its callId to learn the outcome later. Any other code ' +
-  'than OK comes with a message that says what to fix. Proposing the same call again never applies it twice.';
+  'than OK comes with a message that says what to fix. Within this session, proposing the same call again ' +
+  'never applies it twice; in a new session it is a new call.';
 
 /**
  * An MCP server for one caller: `tools/list` shows the caller's allowed tools (and
@@ -53,13 +54,8 @@ const instructions =
  */
 export function createToolGateMcpServer(options: ToolGateMcpServerOptions): Server {
   const { client, caller } = options;
-  if (client.tool(callStatusToolName)) {
-    throw new ConfigurationError(
-      `a tool is named "${callStatusToolName}", the name of the MCP server's own status tool; rename your tool`,
-    );
-  }
-  // Without a policy the client cannot say which tools the caller may see: fail now, not at tools/list.
-  client.toolsFor(caller);
+  // What would fail at tools/list fails now: no policy, the status tool's name taken, a schema.
+  checkMcpServable({ client, callers: [caller] });
   let ownSession: string | undefined;
   const sessionOf = (transportSession: string | undefined): string =>
     options.session ?? transportSession ?? (ownSession ??= `mcp-${randomUUID()}`);
@@ -87,12 +83,41 @@ export function createToolGateMcpServer(options: ToolGateMcpServerOptions): Serv
         ErrorCode.InternalError,
         name === callStatusToolName
           ? 'toolgate could not read the call now; ask for its status again later.'
-          : 'toolgate could not take the call now; it may not have been proposed. Try again later: proposing ' +
-              'the same call again never applies it twice.',
+          : 'toolgate could not take the call now; it may not have been proposed. Try again later in this ' +
+              'session: within this session, proposing the same call again never applies it twice.',
       );
     }
   });
   return server;
+}
+
+/**
+ * Fails with a `ConfigurationError` that names the fix for what would otherwise fail only when an MCP
+ * client lists the tools: a client without a policy, a tool named like the status tool, a tool of
+ * one of `callers` whose input schema cannot be turned into JSON Schema. Changes nothing.
+ */
+export function checkMcpServable(input: { client: ToolGateClient; callers: readonly string[] }): void {
+  const { client } = input;
+  if (client.tool(callStatusToolName)) {
+    throw new ConfigurationError(
+      `a tool is named "${callStatusToolName}", the name of the MCP server's own status tool; rename your tool`,
+    );
+  }
+  // Without a policy the client cannot say which tools a caller may see (it throws, saying so).
+  client.toolsFor(input.callers[0] ?? '');
+  for (const caller of input.callers) {
+    for (const contract of client.toolsFor(caller)) {
+      try {
+        inputJsonSchema(contract);
+      } catch (error) {
+        throw new ConfigurationError(
+          `tool "${contract.name}" (allowed to caller "${caller}"): its input schema cannot be turned into JSON ` +
+            `Schema for MCP clients (${(error as Error).message}); change the field zod cannot describe ` +
+            `(e.g. a date, a bigint or a custom type) into one it can, or take the tool out of the caller's tools in the policy`,
+        );
+      }
+    }
+  }
 }
 
 /** How an MCP client sees one tool: toolgate's schemas as they are, and what toolgate knows of its effect. */
@@ -113,9 +138,10 @@ function annotationsOf(contract: AnyToolContract): ToolAnnotations {
     readOnlyHint: !write,
     // A write's risk function may classify it irreversible, and toolgate cannot prove a write is not.
     destructiveHint: write,
-    // Within one session the same arguments are the same call id: a repeat joins or replays the call,
-    // so it never applies twice (a read runs again, for fresh data, and changes nothing).
-    idempotentHint: true,
+    // A read changes nothing however often it runs. A write is the same call id only within one MCP
+    // session (the session is part of the key): proposed again in a new session it is a new call, so
+    // no client may assume a repeat is harmless.
+    idempotentHint: !write,
     // Each tool acts on the one backend its contract names, through a credential scoped to the call,
     // never on whatever the model points it at.
     openWorldHint: false,

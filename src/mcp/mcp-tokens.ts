@@ -1,8 +1,22 @@
 // Bearer tokens for the MCP server over HTTP: each names the caller its requests act for. A token is
 // 32 random bytes shown once; the tokens file keeps only its SHA-256, with the caller, a label and
-// when it was made, so reading the file grants nothing.
+// when it was made, so reading the file grants nothing. Every change to the file (create, revoke) is
+// read, changed and written under an exclusive lock file, so two processes at once (an operator's
+// `toolgate mcp revoke` while a script creates tokens) never lose a token or bring a revoked one back.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigurationError } from '../policy/load-policy';
 
@@ -17,9 +31,26 @@ export interface McpTokenRecord {
   createdAt: string;
 }
 
+/** Who a verified bearer token stands for, and which token it is. */
+export interface McpTokenPrincipal {
+  /** The caller every request with this token acts for. */
+  caller: string;
+  /**
+   * The token's identity, never the token itself (`mcpTokenVerifier`: its SHA-256 in hex): an MCP
+   * session opened with a token answers to that token only.
+   */
+  tokenId: string;
+}
+
 /** Answers which caller a presented bearer token stands for; the HTTP server asks it on every request. */
 export interface McpTokenVerifier {
-  verify(token: string): { caller: string } | undefined;
+  verify(token: string): McpTokenPrincipal | undefined;
+  /**
+   * Whether the token with this id still verifies (false once revoked). The HTTP server asks it to
+   * close the sessions of a revoked token without waiting for their next request; without it, a
+   * session closes at its token's next refused request or when idle.
+   */
+  isActive?(tokenId: string): boolean;
 }
 
 /** A revocation: the record removed, or why none was. */
@@ -38,7 +69,7 @@ export function mcpTokenHash(token: string): string {
 
 /**
  * Creates a token for `caller` and stores its hash in the tokens file (created, readable by its owner
- * only). The token is returned once and kept nowhere.
+ * only), under the file's lock. The token is returned once and kept nowhere.
  */
 export function createMcpToken(input: { path: string; caller: string; label?: string }): {
   token: string;
@@ -54,7 +85,9 @@ export function createMcpToken(input: { path: string; caller: string; label?: st
     ...(input.label !== undefined ? { label: input.label } : {}),
     createdAt: new Date().toISOString(),
   };
-  writeRecords({ path: input.path, records: [...readRecords(input.path), record] });
+  withTokensFileLock(input.path, () =>
+    writeRecords({ path: input.path, records: [...readRecords(input.path), record] }),
+  );
   return { token, record };
 }
 
@@ -64,34 +97,42 @@ export function listMcpTokens(input: { path: string }): McpTokenRecord[] {
 }
 
 /**
- * Removes the one token whose hash starts with `hashPrefix` (as `listMcpTokens` shows it). A prefix
- * that matches several removes none. A running server refuses the token from its next request on.
+ * Removes the one token whose hash starts with `hashPrefix` (as `listMcpTokens` shows it), under the
+ * file's lock: once it returns ok, no concurrent create can bring the token back. A prefix that
+ * matches several removes none. A running server refuses the token from its next request on and
+ * closes the MCP sessions it opened.
  */
 export function revokeMcpToken(input: { path: string; hashPrefix: string }): McpTokenRevocation {
   const prefix = input.hashPrefix.toLowerCase();
-  const records = readRecords(input.path);
-  const matches = prefix.length > 0 ? records.filter((record) => record.hash.startsWith(prefix)) : [];
-  if (matches.length !== 1) {
-    return { ok: false, reason: matches.length === 0 ? 'NOT_FOUND' : 'AMBIGUOUS', matches };
-  }
-  const revoked = matches[0]!;
-  writeRecords({ path: input.path, records: records.filter((record) => record !== revoked) });
-  return { ok: true, revoked };
+  if (prefix.length === 0) return { ok: false, reason: 'NOT_FOUND', matches: [] };
+  return withTokensFileLock(input.path, (): McpTokenRevocation => {
+    const records = readRecords(input.path);
+    const matches = records.filter((record) => record.hash.startsWith(prefix));
+    if (matches.length !== 1) {
+      return { ok: false, reason: matches.length === 0 ? 'NOT_FOUND' : 'AMBIGUOUS', matches };
+    }
+    const revoked = matches[0]!;
+    writeRecords({ path: input.path, records: records.filter((record) => record !== revoked) });
+    return { ok: true, revoked };
+  });
 }
 
 /**
  * A verifier over the tokens file: it reads the file again whenever it changed, so a token created or
- * revoked counts from the next request. Compares hashes in constant time, against every record.
+ * revoked counts from the next request. Compares hashes in constant time, against every record. A
+ * token's id is its hash; `isActive` says whether that hash is still in the file.
  */
 export function mcpTokenVerifier(input: { path: string }): McpTokenVerifier {
-  let loaded: { stamp: string; records: { hash: Buffer; caller: string }[] } | undefined;
-  const current = (): { hash: Buffer; caller: string }[] => {
+  type Loaded = { hash: Buffer; tokenId: string; caller: string };
+  let loaded: { stamp: string; records: Loaded[] } | undefined;
+  const current = (): Loaded[] => {
     const stamp = stampOf(input.path);
     if (loaded?.stamp !== stamp) {
       loaded = {
         stamp,
         records: readRecords(input.path).map((record) => ({
           hash: Buffer.from(record.hash, 'hex'),
+          tokenId: record.hash,
           caller: record.caller,
         })),
       };
@@ -102,12 +143,17 @@ export function mcpTokenVerifier(input: { path: string }): McpTokenVerifier {
     verify(token) {
       if (typeof token !== 'string' || token.length === 0) return undefined;
       const presented = Buffer.from(mcpTokenHash(token), 'hex');
-      let match: { caller: string } | undefined;
+      let match: McpTokenPrincipal | undefined;
       // No early exit: every record is compared, so the time taken says nothing about which matched.
       for (const record of current()) {
-        if (timingSafeEqual(presented, record.hash) && !match) match = { caller: record.caller };
+        if (timingSafeEqual(presented, record.hash) && !match) {
+          match = { caller: record.caller, tokenId: record.tokenId };
+        }
       }
       return match;
+    },
+    isActive(tokenId) {
+      return current().some((record) => record.tokenId === tokenId);
     },
   };
 }
@@ -165,10 +211,144 @@ function readRecords(path: string): McpTokenRecord[] {
   });
 }
 
-/** Writes the file whole, through a temporary file renamed over it: a reader never sees half of it. */
+/**
+ * Writes the file whole, through a temporary file (mode 0600 whatever the umask, flushed to disk)
+ * renamed over it: a reader never sees half of it, and the file is its owner's only after every
+ * rewrite, however it was before. Called under the file's lock.
+ */
 function writeRecords(input: { path: string; records: McpTokenRecord[] }): void {
-  mkdirSync(dirname(input.path), { recursive: true });
   const temporary = `${input.path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify({ tokens: input.records }, null, 2)}\n`, { mode: 0o600 });
+  const descriptor = openSync(temporary, 'wx', 0o600);
+  try {
+    writeSync(descriptor, `${JSON.stringify({ tokens: input.records }, null, 2)}\n`);
+    fsyncSync(descriptor);
+  } finally {
+    closeSync(descriptor);
+  }
+  chmodSync(temporary, 0o600);
   renameSync(temporary, input.path);
+}
+
+/** A lock older than this is a holder's that died: a read-change-write takes milliseconds. */
+const staleLockMs = 10_000;
+/** How long a change waits for the lock before it gives up and says which file to check. */
+const lockWaitMs = 30_000;
+
+/**
+ * Runs `change` (read the file, change it, write it) while holding `<path>.lock`, created exclusively
+ * with the holder's pid and time in it. A busy lock is retried with a small, growing, jittered
+ * backoff; a lock older than {@link staleLockMs} is a crashed holder's and is broken.
+ */
+function withTokensFileLock<T>(path: string, change: () => T): T {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const lockPath = `${path}.lock`;
+  const nonce = randomBytes(8).toString('hex');
+  const deadline = Date.now() + lockWaitMs;
+  let backoffMs = 1;
+  let content: string;
+  for (;;) {
+    // The time is the moment of taking the lock: what a waiter judges staleness by.
+    content = JSON.stringify({ pid: process.pid, acquiredAt: new Date().toISOString(), nonce });
+    try {
+      const descriptor = openSync(lockPath, 'wx', 0o600);
+      try {
+        writeSync(descriptor, content);
+      } finally {
+        closeSync(descriptor);
+      }
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new ConfigurationError(
+          `MCP tokens file ${path}: cannot create its lock ${lockPath} (${(error as Error).message}); ` +
+            'check that the folder is writable',
+        );
+      }
+    }
+    if (breakStaleLock(lockPath)) continue;
+    if (Date.now() > deadline) {
+      throw new ConfigurationError(
+        `MCP tokens file ${path}: still locked after ${lockWaitMs / 1000} s by ${describeLock(lockPath)}; ` +
+          `if no toolgate process is changing the tokens, delete ${lockPath}`,
+      );
+    }
+    sleepSync(backoffMs + Math.random() * backoffMs);
+    backoffMs = Math.min(backoffMs * 2, 50);
+  }
+  try {
+    return change();
+  } finally {
+    releaseLock(lockPath, content);
+  }
+}
+
+/** Removes the lock only if it is still ours (a waiter may have broken it as stale meanwhile). */
+function releaseLock(lockPath: string, content: string): void {
+  try {
+    if (readFileSync(lockPath, 'utf8') === content) unlinkSync(lockPath);
+  } catch {
+    // Gone already: nothing to release.
+  }
+}
+
+/**
+ * Breaks the lock if its holder died: older than {@link staleLockMs} by the time written in it (or
+ * by the file's own time while the holder had not written it yet). It is moved aside first and
+ * checked again, so a lock taken afresh by someone else in between is put back, not deleted.
+ */
+function breakStaleLock(lockPath: string): boolean {
+  let seen: string;
+  let modifiedMs: number;
+  try {
+    seen = readFileSync(lockPath, 'utf8');
+    modifiedMs = statSync(lockPath).mtimeMs;
+  } catch {
+    return true; // released meanwhile: try again at once
+  }
+  const written = parseLock(seen)?.acquiredAt;
+  const acquiredAt = typeof written === 'string' ? Date.parse(written) : Number.NaN;
+  const since = Number.isNaN(acquiredAt) ? modifiedMs : acquiredAt;
+  if (Date.now() - since < staleLockMs) return false;
+  const aside = `${lockPath}.${randomBytes(4).toString('hex')}.stale`;
+  try {
+    renameSync(lockPath, aside);
+  } catch {
+    return true;
+  }
+  if (readFileSync(aside, 'utf8') !== seen) {
+    // Not the stale lock any more: a live holder's. Put it back unless another took the lock since.
+    try {
+      linkSync(aside, lockPath);
+    } catch {
+      // Taken again meanwhile: that holder has it.
+    }
+  }
+  unlinkSync(aside);
+  return true;
+}
+
+function parseLock(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Who holds the lock, for an error message. */
+function describeLock(lockPath: string): string {
+  try {
+    const holder = parseLock(readFileSync(lockPath, 'utf8'));
+    const pid = typeof holder?.pid === 'number' ? holder.pid : '?';
+    const since = typeof holder?.acquiredAt === 'string' ? holder.acquiredAt : '?';
+    return `pid ${pid} since ${since}`;
+  } catch {
+    return 'a holder that has just released it';
+  }
+}
+
+/** Blocks this thread for `ms`: the token functions are synchronous, and the wait is a few milliseconds. */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }

@@ -1,8 +1,8 @@
 // The MCP server over Streamable HTTP, spoken to by the official MCP client and by raw requests,
 // against the real harness: tokens name the caller, the MCP session is the toolgate session, and a
-// request without a known token, from a foreign origin or host, or into another caller's session
-// runs nothing.
-import { mkdtempSync, rmSync } from 'node:fs';
+// request without a known token, from a foreign origin or host, or into a session another token
+// opened (even one of the same caller, even after its own token was revoked) runs nothing.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,13 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { McpHttpServer } from 'toolgate/mcp';
-import { createMcpToken, mcpTokenVerifier, revokeMcpToken, startMcpHttpServer } from 'toolgate/mcp';
+import {
+  createMcpToken,
+  mcpTokenHash,
+  mcpTokenVerifier,
+  revokeMcpToken,
+  startMcpHttpServer,
+} from 'toolgate/mcp';
 import { acceptsConnections } from '../support/accepts-connections';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -23,7 +29,12 @@ let harness: ToolGateHarness;
 let server: McpHttpServer;
 let directory: string;
 let tokensPath: string;
-const tokens: Record<'support-bot' | 'readonly-bot', string> = { 'support-bot': '', 'readonly-bot': '' };
+/** A token per caller, and `other-support-bot`: a second holder of a support-bot token (another laptop, a CI job). */
+const tokens: Record<'support-bot' | 'readonly-bot' | 'other-support-bot', string> = {
+  'support-bot': '',
+  'readonly-bot': '',
+  'other-support-bot': '',
+};
 const connections = new Map<string, McpConnection & { transport: StreamableHTTPClientTransport }>();
 const serverLog: string[] = [];
 
@@ -46,9 +57,17 @@ beforeAll(async () => {
   tokensPath = join(directory, 'mcp-tokens.json');
   tokens['support-bot'] = createMcpToken({ path: tokensPath, caller: 'support-bot', label: 'test' }).token;
   tokens['readonly-bot'] = createMcpToken({ path: tokensPath, caller: 'readonly-bot' }).token;
+  tokens['other-support-bot'] = createMcpToken({
+    path: tokensPath,
+    caller: 'support-bot',
+    label: 'CI',
+  }).token;
   server = await startMcpHttpServer({
     client: harness.client,
     tokens: mcpTokenVerifier({ path: tokensPath }),
+    callers: Object.keys(
+      (JSON.parse(readFileSync(harness.policyPath, 'utf8')) as { callers: Record<string, unknown> }).callers,
+    ),
     port: 0,
     log: (line) => serverLog.push(line),
   });
@@ -62,6 +81,29 @@ afterAll(async () => {
   await harness?.stop();
   if (directory) rmSync(directory, { recursive: true, force: true });
 });
+
+/** A raw DELETE of a session (how a client ends it), with `token`. */
+async function deleteSession(session: string, token: string): Promise<Response> {
+  return fetch(server.url, {
+    method: 'DELETE',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'mcp-session-id': session,
+      'mcp-protocol-version': '2025-06-18',
+    },
+  });
+}
+
+/** Resolves once the server's log has a line containing `text`; fails after `ms`. */
+async function logLine(text: string, ms: number): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const line = serverLog.find((entry) => entry.includes(text));
+    if (line !== undefined) return line;
+    if (Date.now() > deadline) throw new Error(`no log line with ${JSON.stringify(text)} after ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** A raw JSON-RPC POST to the endpoint, with exactly the headers given (plus the content types MCP asks for). */
 async function post(headers: Record<string, string>, body: unknown): Promise<Response> {
@@ -190,6 +232,83 @@ describe('toolgate MCP over Streamable HTTP', () => {
     expect(made.status).toBe(404);
   });
 
+  it('answers 404 to another token of the same caller in a session, for tools/call and DELETE, and runs nothing', async () => {
+    const support = connections.get('support-bot')!;
+    const { session } = support;
+    const before = await snapshot(session);
+    const { headers, body } = refundCall(session);
+    const other = { ...headers, Authorization: `Bearer ${tokens['other-support-bot']}` };
+
+    // The same caller, but not the token that opened the session: as unknown as a made-up session.
+    const hijack = await post(other, body);
+    expect(hijack.status).toBe(404);
+    expect(await hijack.json()).toMatchObject({ error: { code: -32001, message: 'Session not found' } });
+    expect((await post(other, { jsonrpc: '2.0', id: 11, method: 'tools/list' })).status).toBe(404);
+    expect((await deleteSession(session, tokens['other-support-bot'])).status).toBe(404);
+    // No workflow for the refund the hijack would have proposed (support-bot, this session, its
+    // arguments), no step in the session, no refund.
+    await expectNothingRanSince(session, before);
+
+    // The session is its opener's still: the DELETE ended nothing.
+    const own = await post(
+      { ...headers, Authorization: `Bearer ${tokens['support-bot']}` },
+      { jsonrpc: '2.0', id: 12, method: 'tools/list' },
+    );
+    expect(own.status).toBe(200);
+    expect((await callTool(support.client, 'get_order', { order_id: 'ORD-1002' })).result.ok).toBe(true);
+  });
+
+  it('refuses and closes a session once the token that opened it is revoked, whatever token comes next', async () => {
+    const opener = createMcpToken({ path: tokensPath, caller: 'support-bot', label: 'leaked' });
+    const connection = await connectHttp(opener.token);
+    expect((await callTool(connection.client, 'get_order', { order_id: 'ORD-1001' })).result.ok).toBe(true);
+    const { session } = connection;
+    const before = await snapshot(session);
+    revokeMcpToken({ path: tokensPath, hashPrefix: opener.record.hash });
+
+    const { headers, body } = refundCall(session);
+    // The revoked token itself: 401.
+    expect((await post({ ...headers, Authorization: `Bearer ${opener.token}` }, body)).status).toBe(401);
+    // Another support-bot token cannot pick the session up: 404, for a call and for a DELETE.
+    expect(
+      (await post({ ...headers, Authorization: `Bearer ${tokens['other-support-bot']}` }, body)).status,
+    ).toBe(404);
+    expect((await deleteSession(session, tokens['other-support-bot'])).status).toBe(404);
+    await expectNothingRanSince(session, before);
+    expect(
+      await logLine(`MCP session ${session} closed: its token ${opener.record.hash.slice(0, 12)}`, 1_000),
+    ).toContain('was revoked');
+    await connection.client.close();
+  });
+
+  it('closes the sessions of a revoked token by itself, without waiting for their next request', async () => {
+    const opener = createMcpToken({ path: tokensPath, caller: 'readonly-bot', label: 'revoked while idle' });
+    // A bare initialize, and nothing after it: no request of the session can be what closes it.
+    const opened = await post(
+      { Authorization: `Bearer ${opener.token}` },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'idle', version: '1' },
+        },
+      },
+    );
+    expect(opened.status).toBe(200);
+    const session = opened.headers.get('mcp-session-id')!;
+    await opened.text();
+    revokeMcpToken({ path: tokensPath, hashPrefix: opener.record.hash });
+    // The server looks for them every 5 s.
+    const closed = await logLine(
+      `MCP session ${session} closed: its token ${opener.record.hash.slice(0, 12)}`,
+      12_000,
+    );
+    expect(closed).toContain('was revoked');
+  });
+
   it('refuses a revoked token from its next request, and ends the session on DELETE', async () => {
     const token = createMcpToken({ path: tokensPath, caller: 'readonly-bot', label: 'short-lived' });
     const connection = await connectHttp(token.token);
@@ -206,6 +325,11 @@ describe('toolgate MCP over Streamable HTTP', () => {
       { jsonrpc: '2.0', id: 9, method: 'tools/list' },
     );
     expect(refused.status).toBe(401);
+    // The refusal is logged with the request and the token's hash, so an operator can tell which
+    // revoked token is still in use; never with the token.
+    expect(serverLog).toContain(
+      `refused POST /mcp: unknown or revoked token (sha256 ${token.record.hash.slice(0, 12)}...) (401)`,
+    );
 
     const second = await connectHttp(tokens['readonly-bot']);
     await second.transport.terminateSession();
@@ -220,7 +344,9 @@ describe('toolgate MCP over Streamable HTTP', () => {
     expect(afterDelete.status).toBe(404);
     await second.client.close();
     await connection.client.close();
-    expect(serverLog.join('\n')).not.toContain(tokens['readonly-bot']);
+    const log = serverLog.join('\n');
+    for (const presented of [token.token, ...Object.values(tokens)]) expect(log).not.toContain(presented);
+    expect(log).toContain(mcpTokenHash(tokens['readonly-bot']).slice(0, 12));
   });
 
   it('stops: its sessions closed and its port free', async () => {

@@ -1,10 +1,11 @@
 // `toolgate mcp --caller X` as an MCP client starts it: a child process running the CLI from source,
 // spoken to over stdio by the official MCP client, against the real harness.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { runCli } from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -20,6 +21,27 @@ const connections = new Map<
   McpConnection & { transport: StdioClientTransport; stderr: () => string }
 >();
 
+/** The command line of `toolgate mcp` from source, for `caller` in `session`. */
+function stdioArgs(caller: string, session: string): string[] {
+  return [
+    '--conditions=toolgate-source',
+    '--import',
+    'tsx',
+    'scripts/toolgate-from-source.ts',
+    'mcp',
+    '--caller',
+    caller,
+    '--session',
+    session,
+    '--config',
+    testConfig,
+    '--address',
+    temporalAddress(),
+    '--task-queue',
+    harness.taskQueue,
+  ];
+}
+
 /** Starts `toolgate mcp` from source for `caller`, in a session of its own, and connects to it. */
 async function connectStdio(
   caller: string,
@@ -27,23 +49,7 @@ async function connectStdio(
   const session = `mcp-stdio-${randomUUID()}`;
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [
-      '--conditions=toolgate-source',
-      '--import',
-      'tsx',
-      'scripts/toolgate-from-source.ts',
-      'mcp',
-      '--caller',
-      caller,
-      '--session',
-      session,
-      '--config',
-      testConfig,
-      '--address',
-      temporalAddress(),
-      '--task-queue',
-      harness.taskQueue,
-    ],
+    args: stdioArgs(caller, session),
     cwd: projectRoot,
     env: { ...(process.env as Record<string, string>) },
     stderr: 'pipe',
@@ -75,12 +81,73 @@ afterAll(async () => {
 describe('toolgate mcp over stdio', () => {
   governedToolScenarios({ harness: () => harness, connection: (caller) => connections.get(caller)! });
 
-  it('writes only the protocol to stdout and says its caller and session on stderr', () => {
-    const support = connections.get('support-bot')!;
-    // Had anything else reached stdout, the client would have failed to parse it and closed.
-    expect(support.stderr()).toContain(
-      `toolgate MCP server on stdio: caller support-bot, session ${support.session}`,
+  it('writes only the protocol to stdout and says its caller and session on stderr', async () => {
+    // A raw exchange, so that every byte the server writes to stdout is seen: an MCP client reading
+    // newline-delimited JSON-RPC would choke on a log line there (or skip it, and lose the message).
+    const session = `mcp-stdio-${randomUUID()}`;
+    const child = spawn(process.execPath, stdioArgs('support-bot', session), {
+      cwd: projectRoot,
+      env: process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    // Whatever happens to the test, the child does not outlive it.
+    onTestFinished(() => {
+      if (child.exitCode === null) child.kill();
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const answered = (id: number) =>
+      new Promise<void>((resolve, reject) => {
+        const look = (): void => {
+          if (stdout.split('\n').some((line) => line.includes(`"id":${id}`))) {
+            child.stdout.off('data', look);
+            resolve();
+          }
+        };
+        child.stdout.on('data', look);
+        child.once('exit', () => reject(new Error(`exited before answering ${id}; stderr: ${stderr}`)));
+      });
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const send = (message: Record<string, unknown>): void => {
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    };
+    try {
+      send({
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      });
+      await answered(1);
+      send({ method: 'notifications/initialized' });
+      send({ id: 2, method: 'tools/list' });
+      // A governed read: the Temporal client and the session's workflow are used, and log nothing to stdout.
+      send({
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'get_order', arguments: { order_id: 'ORD-1001' } },
+      });
+      await Promise.all([answered(2), answered(3)]);
+    } finally {
+      child.stdin.end();
+    }
+    expect(await exited).toBe(0);
+
+    const lines = stdout.split('\n');
+    expect(lines.pop()).toBe(''); // every message ends with a newline
+    const messages = lines.map(
+      (line) => JSON.parse(line) as { jsonrpc: string; id?: number; result?: unknown },
     );
+    for (const message of messages) expect(message.jsonrpc).toBe('2.0');
+    expect(messages.map((message) => message.id)).toEqual([1, 2, 3]);
+    expect(messages.every((message) => message.result !== undefined)).toBe(true);
+    expect(JSON.stringify(messages[2])).toContain('"code":"OK"');
+    expect(stderr).toContain(`toolgate MCP server on stdio: caller support-bot, session ${session}`);
   });
 
   it('exits when the client closes its stdin', async () => {

@@ -75,7 +75,8 @@ export const supportBotTools = [
   },
   {
     name: 'refund_order',
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    // A write is one call within one session only: proposed in a new session, it is a new call.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   },
   {
     name: 'toolgate_call_status',
