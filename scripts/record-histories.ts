@@ -7,7 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Connection } from '@temporalio/client';
-import { sessionWorkflowId } from 'toolgate';
+import { generateKeyPairSync } from 'node:crypto';
+import { approverKeysWorkflowId, enrolApproverKey, inviteApprover, sessionWorkflowId } from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { startHarness } from '../test/support/toolgate-harness';
 
@@ -23,12 +24,12 @@ async function main(): Promise<void> {
     const harness = await startHarness({ address: server.address });
     try {
       const refunder = 'test-refunder';
-      const record = async (name: string, callId: string): Promise<void> => {
+      const record = async (name: string, callId: string, fileId = callId): Promise<void> => {
         const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
         // Binary protobuf: the SDK's JSON helper does not load in this setup, and bytes replay exactly.
         // The file name keeps the workflow ID: the workflow checks its ID against the proposal on replay too.
         writeFileSync(
-          join(directory, `${name}--${callId}.history.bin`),
+          join(directory, `${name}--${fileId}.history.bin`),
           temporal.api.history.v1.History.encode(history).finish(),
         );
         console.error(`recorded ${name}`);
@@ -96,6 +97,43 @@ async function main(): Promise<void> {
       await decide(approved.callId, 'alice', 'approve');
       await harness.client.result(approved.callId, { wait: true });
       await record('refund-approved', approved.callId);
+      // Approved with a key alice enrolled through olivia's invite: the registry lookup is recorded too.
+      const registry = { client: harness.temporal, taskQueue: harness.taskQueue };
+      const { link } = await inviteApprover({
+        ...registry,
+        approver: 'alice',
+        operator: 'olivia',
+        operatorKey: harness.operatorKey('olivia'),
+      });
+      const enrolledKey = generateKeyPairSync('ed25519').privateKey;
+      const { chain } = await enrolApproverKey({
+        ...registry,
+        link,
+        privateKey: enrolledKey,
+        label: 'recorded',
+      });
+      if (!chain) throw new Error('the recorded key could not be enrolled');
+      const byEnrolledKey = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ order_id: 'ORD-1002', amount_cents: 650, currency: 'USD' }),
+      });
+      await harness.admin.decide({
+        callId: byEnrolledKey.callId,
+        approver: 'alice',
+        privateKey: enrolledKey,
+        key: chain,
+        decision: 'approve',
+        reason: 'recorded',
+      });
+      await harness.client.result(byEnrolledKey.callId, { wait: true });
+      await record('refund-approved-enrolled-key', byEnrolledKey.callId);
+      // The registry's id names the harness's task queue; the file keeps the default queue's id.
+      await record(
+        'approver-keys',
+        approverKeysWorkflowId(harness.taskQueue),
+        approverKeysWorkflowId('toolgate'),
+      );
       const denied = await harness.call({
         caller: 'support-bot',
         tool: 'refund_order',

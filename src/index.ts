@@ -17,8 +17,8 @@ export { riskLevels, riskRank } from './tools/risk-levels';
 export type { RiskLevel } from './tools/risk-levels';
 export { createToolRegistry } from './tools/tool-registry';
 export type { ToolDefinition, ToolRegistry } from './tools/tool-registry';
-export { decisionRefusalCodes, errorCodes } from './shared/codes';
-export type { DecisionRefusalCode, ErrorCode } from './shared/codes';
+export { decisionRefusalCodes, errorCodes, registryRefusalCodes } from './shared/codes';
+export type { DecisionRefusalCode, ErrorCode, RegistryRefusalCode } from './shared/codes';
 export type { Effect, ToolResult } from './shared/tool-result';
 
 // Tool implementations: the side of a tool that talks to its backend.
@@ -80,6 +80,25 @@ export type { ModelToolCall, ProviderSession, StrictMode } from './providers/pro
 // Approvers: decisions from code.
 export { ApprovalAdmin } from './admin/approvals';
 export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './admin/approvals';
+// Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.
+export {
+  defaultConsoleUrl,
+  enrolApproverKey,
+  inviteApprover,
+  keyChainOf,
+  listApproverKeys,
+  parseInviteLink,
+  readApproverKeyStatus,
+  revokeApproverKey,
+  sendEnrolment,
+  signEnrolment,
+} from './admin/approver-keys';
+export type {
+  ApproverKeysTarget,
+  CreatedInvite,
+  RegistryOutcome,
+  RegistryRefusal,
+} from './admin/approver-keys';
 
 // Audit.
 export { openSqliteAuditStore } from './audit/audit-store';
@@ -138,6 +157,34 @@ export {
   parseArguments,
 } from './shared/proposal';
 export type { ParsedArguments, Proposal } from './shared/proposal';
+export {
+  addInviteUpdate,
+  approverKeysQuery,
+  approverKeysWorkflowId,
+  approverKeysWorkflowType,
+  enrolKeyUpdate,
+  keyIdOf,
+  revokeKeyUpdate,
+  verifyKeyChain,
+} from './shared/approver-keys';
+export type {
+  ApproverKeyStatus,
+  ApproverKeysView,
+  ApproverKeyView,
+  Enrolment,
+  Invite,
+  InviteView,
+  KeyChain,
+  KeyChainVerdict,
+  KeyRevocation,
+  RegistryEvent,
+  RegistryReceipt,
+  SignedEnrolment,
+  SignedInvite,
+  SignedKeyRevocation,
+  VerifiedKey,
+} from './shared/approver-keys';
+export type { ApproverKeysInput } from './workflows/approver-keys';
 export { approvalNonce } from './shared/approval';
 export type { DecisionEnvelope, SignedDecision } from './shared/approval';
 export { signedText, verifySignature } from './shared/signatures';

@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
+import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import { readApproverKeyStatus } from './admin/approver-keys';
 import type { Worker } from '@temporalio/worker';
 import { openSqliteAuditStore } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
@@ -83,7 +85,9 @@ export async function startToolGateWorker(input: {
     const connection = input.connection ?? (await NativeConnection.connect({ address }));
     if (!input.connection) closers.push(() => connection.close());
     const minter =
-      input.minter === undefined ? minterFromKeys({ config, policy }) : (input.minter ?? undefined);
+      input.minter === undefined
+        ? minterFromKeys({ config, policy, client: new Client({ connection, namespace }), taskQueue })
+        : (input.minter ?? undefined);
     const worker = await createToolGateWorker({
       connection,
       namespace,
@@ -125,10 +129,21 @@ export async function startToolGateWorker(input: {
 }
 
 /** The worker's credential minter, when the minter key exists in the keys directory. */
-function minterFromKeys(input: { config: LoadedConfig; policy: LoadedPolicy }): CredentialMinter | undefined {
+function minterFromKeys(input: {
+  config: LoadedConfig;
+  policy: LoadedPolicy;
+  /** A client on the worker's connection: the minter asks the approver-key registry through it. */
+  client: Client;
+  taskQueue: string;
+}): CredentialMinter | undefined {
   const path = keyPaths({ directory: input.config.keysDirectory, owner: { kind: 'minter' } }).privateKey;
   if (!existsSync(path)) return undefined; // no minter key: writes carry no credential, calls no ticket
   // A key that exists but cannot be read stops the worker: it never runs without tickets by accident.
   const privateKey = readPrivateKey(path);
-  return createCredentialMinter({ privateKey, policy: () => input.policy });
+  const { client, taskQueue } = input;
+  return createCredentialMinter({
+    privateKey,
+    policy: () => input.policy,
+    approverKeyStatus: (keyId) => readApproverKeyStatus({ client, taskQueue, keyId }),
+  });
 }

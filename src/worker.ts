@@ -1,6 +1,7 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import { createApproverKeyActivities } from './activities/approver-key-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
@@ -54,14 +55,18 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     names.add(tool.contract.name);
   }
   const policy = options.policy;
-  const activities = createToolCallActivities({
-    tools: options.tools,
-    policy: typeof policy === 'function' ? policy : () => policy,
-    audit: options.audit,
-    retry: { ...defaultExecutionRetry, ...options.retry },
-    ...(options.session ? { session: options.session } : {}),
-    ...(options.minter ? { minter: options.minter } : {}),
-  });
+  const currentPolicy = typeof policy === 'function' ? policy : () => policy;
+  const activities = {
+    ...createToolCallActivities({
+      tools: options.tools,
+      policy: currentPolicy,
+      audit: options.audit,
+      retry: { ...defaultExecutionRetry, ...options.retry },
+      ...(options.session ? { session: options.session } : {}),
+      ...(options.minter ? { minter: options.minter } : {}),
+    }),
+    ...createApproverKeyActivities({ policy: currentPolicy }),
+  };
   const audit = options.audit;
   return Worker.create({
     ...options.tuning,
@@ -83,6 +88,13 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
         admissionRefusal: {
           fn: (_info, refusal) => {
             audit.append(admissionRefusalRecord(refusal));
+          },
+          callDuringReplay: false,
+        },
+        // Every change attempted on the approver-key registry, accepted or refused (written once per update).
+        registryEvent: {
+          fn: (_info, event) => {
+            audit.appendRegistryEvent(event);
           },
           callDuringReplay: false,
         },

@@ -54,6 +54,7 @@ export function evaluateCall(input: {
     // Asked only for a signed proposal.
     admitted: authenticated && input.admitted(check),
     approvers: snapshot.approvers,
+    operators: snapshot.operators,
   };
   const refuse = (refusal: EvaluationRefusal, extra: Partial<CallEvaluation> = {}): CallEvaluation => ({
     ...record,

@@ -220,7 +220,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       let credential: string | undefined;
       if (tool.contract.effect === 'write' && dependencies.minter) {
         try {
-          credential = dependencies.minter.mint({
+          credential = await dependencies.minter.mint({
             contract: tool.contract,
             caller: input.caller,
             callId: input.callId,

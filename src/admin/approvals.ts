@@ -4,6 +4,8 @@ import type { Client } from '@temporalio/client';
 import type { AuditStore } from '../audit/audit-store';
 import { signValue } from '../keys/key-files';
 import type { DecisionEnvelope, SignedDecision } from '../shared/approval';
+import type { KeyChain } from '../shared/approver-keys';
+import { keyIdOf } from '../shared/approver-keys';
 import type { CallState, DecisionReceipt } from '../shared/temporal';
 import { callStateQuery, decideUpdate, searchAttributes } from '../shared/temporal';
 
@@ -89,14 +91,17 @@ export class ApprovalAdmin {
   }
 
   /**
-   * Signs a decision for the call's open round with the approver's own key and sends it. A call
-   * with no open round (decided, expired, closed, or not there) is refused without sending, and the
-   * refusal is logged like any other attempt.
+   * Signs a decision for the call's open round with the approver's own key and sends it: the
+   * policy's key, or an enrolled key, whose chain (`key`, see `keyChainOf`) then travels with the
+   * decision. A call with no open round (decided, expired, closed, or not there) is refused without
+   * sending, and the refusal is logged like any other attempt.
    */
   async decide(input: {
     callId: string;
     approver: string;
     privateKey: KeyObject;
+    /** The chain of the enrolled key `privateKey` is; absent when it is the approver's key in the policy. */
+    key?: KeyChain;
     decision: 'approve' | 'deny';
     reason: string;
   }): Promise<DecisionOutcome> {
@@ -131,11 +136,15 @@ export class ApprovalAdmin {
     const signed: SignedDecision = {
       envelope,
       signature: signValue({ kind: 'decision', value: envelope, privateKey: input.privateKey }),
+      ...(input.key ? { key: input.key } : {}),
     };
     return this.send({ callId: input.callId, decision: signed });
   }
 
-  /** Sends an already signed decision (as a remote approver would) and logs the attempt. */
+  /**
+   * Sends an already signed decision (as a remote approver would, or the console relaying what an
+   * approver's browser signed, its key's chain attached) and logs the attempt.
+   */
   async send(input: { callId: string; decision: SignedDecision }): Promise<DecisionOutcome> {
     const updateId = randomUUID();
     let outcome: DecisionOutcome;
@@ -156,6 +165,7 @@ export class ApprovalAdmin {
       outcome: outcome.accepted ? 'accepted' : outcome.code,
       source: 'admin',
       envelope: input.decision.envelope,
+      ...enrolledKeyId(input.decision),
     });
     return outcome;
   }
@@ -170,6 +180,14 @@ export class ApprovalAdmin {
     }
     return closedCallRefusal({ callId, state });
   }
+}
+
+/** The enrolled key a decision says it was signed with, for the audit (nothing when it names none). */
+function enrolledKeyId(decision: SignedDecision): { keyId?: string } {
+  const publicKeyHex = (
+    decision.key as { enrolment?: { enrolment?: { publicKeyHex?: unknown } } } | undefined
+  )?.enrolment?.enrolment?.publicKeyHex;
+  return typeof publicKeyHex === 'string' ? { keyId: keyIdOf(publicKeyHex) } : {};
 }
 
 /** The workflow's refusal of a decision; undefined when no run took it (the run has closed, or never was). */

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { auditedRawArguments } from '../shared/proposal';
+import type { RegistryEvent } from '../shared/approver-keys';
 import type { AdmissionRefusal, DecisionAttempt, DecisionRecord } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
@@ -68,6 +69,10 @@ export interface AuditStore {
   appendDecisionAttempt(attempt: DecisionAttempt): boolean;
   /** Every decision attempt on a call, oldest first. */
   decisionAttemptsOf(callId: string): (DecisionAttempt & { recordedAt: string })[];
+  /** Appends a change attempted on the approver-key registry; the same (update id, outcome) twice writes once. */
+  appendRegistryEvent(event: RegistryEvent): boolean;
+  /** Registry changes attempted, oldest first. */
+  registryEvents(): (RegistryEvent & { recordedAt: string })[];
   close(): void;
 }
 
@@ -105,6 +110,18 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       UNIQUE (update_id, source)
     );
     CREATE INDEX IF NOT EXISTS decision_attempts_by_call ON decision_attempts (call_id);
+    CREATE TABLE IF NOT EXISTS registry_events (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      update_id TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      event TEXT NOT NULL,
+      UNIQUE (update_id, outcome)
+    );
+    CREATE TRIGGER IF NOT EXISTS registry_events_no_update BEFORE UPDATE ON registry_events
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS registry_events_no_delete BEFORE DELETE ON registry_events
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS decision_attempts_no_update BEFORE UPDATE ON decision_attempts
       BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS decision_attempts_no_delete BEFORE DELETE ON decision_attempts
@@ -124,6 +141,12 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     VALUES (@updateId, @source, @callId, @recordedAt, @attempt)`);
   const attemptsByCall = database.prepare(
     'SELECT attempt, recorded_at FROM decision_attempts WHERE call_id = ? ORDER BY sequence',
+  );
+  const insertRegistryEvent = database.prepare(`
+    INSERT OR IGNORE INTO registry_events (update_id, outcome, recorded_at, event)
+    VALUES (@updateId, @outcome, @recordedAt, @event)`);
+  const allRegistryEvents = database.prepare(
+    'SELECT event, recorded_at FROM registry_events ORDER BY sequence',
   );
   const parse = (rows: unknown[]): AuditRecord[] =>
     rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
@@ -154,6 +177,18 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       attemptsByCall.all(callId).map((row) => {
         const { attempt, recorded_at: recordedAt } = row as { attempt: string; recorded_at: string };
         return { ...(JSON.parse(attempt) as DecisionAttempt), recordedAt };
+      }),
+    appendRegistryEvent: (event) =>
+      insertRegistryEvent.run({
+        updateId: event.updateId,
+        outcome: event.outcome,
+        recordedAt: new Date().toISOString(),
+        event: JSON.stringify(event),
+      }).changes === 1,
+    registryEvents: () =>
+      allRegistryEvents.all().map((row) => {
+        const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
+        return { ...(JSON.parse(event) as RegistryEvent), recordedAt };
       }),
     close: () => database.close(),
   };

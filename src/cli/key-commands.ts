@@ -7,6 +7,7 @@ import { commandAction, configOf } from './cli-context';
 type GenerateOptions = GlobalOptions & {
   caller?: string;
   approver?: string;
+  operator?: string;
   minter?: boolean;
   replace?: boolean;
 };
@@ -18,9 +19,10 @@ export function addKeyCommands(program: Command, context: CliContext): void {
 
   keys
     .command('generate')
-    .description('write a key pair for one caller, approver or the minter (keeps an existing one)')
+    .description('write a key pair for one caller, approver, operator or the minter (keeps an existing one)')
     .option('--caller <name>', "a caller's key: it signs the calls made for that caller")
     .option('--approver <name>', "an approver's key: it signs that approver's decisions")
+    .option('--operator <name>', "an operator's key: it signs approver invites and key revocations")
     .option('--minter', "the worker's credential minter key")
     .option('--replace', 'rotate: replace a key pair that exists')
     .action(
@@ -29,11 +31,12 @@ export function addKeyCommands(program: Command, context: CliContext): void {
         const owners: KeyOwner[] = [
           ...(options.caller !== undefined ? [{ kind: 'caller' as const, name: options.caller }] : []),
           ...(options.approver !== undefined ? [{ kind: 'approver' as const, name: options.approver }] : []),
+          ...(options.operator !== undefined ? [{ kind: 'operator' as const, name: options.operator }] : []),
           ...(options.minter ? [{ kind: 'minter' as const }] : []),
         ];
         if (owners.length !== 1) {
           command.error(
-            'error: keys generate needs exactly one of --caller NAME, --approver NAME, --minter',
+            'error: keys generate needs exactly one of --caller NAME, --approver NAME, --operator NAME, --minter',
             {
               exitCode: 2,
               code: 'toolgate.usage',

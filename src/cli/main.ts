@@ -3,6 +3,7 @@
 // output it is given instead of calling process.exit: tests drive it in-process.
 import { Command, CommanderError } from 'commander';
 import { addApprovalCommands } from './approval-commands';
+import { addApproverCommands } from './approver-commands';
 import { addCallCommands } from './call-commands';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
@@ -77,6 +78,7 @@ function createProgram(context: CliContext): Command {
   addSessionCommands(program, context);
   addKeyCommands(program, context);
   addApprovalCommands(program, context);
+  addApproverCommands(program, context);
   addMcpCommands(program, context);
   return program;
 }

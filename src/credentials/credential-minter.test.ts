@@ -89,8 +89,8 @@ const mint = (approval: ExecutionApproval | undefined, callArgs = args) =>
   });
 
 describe('the credential minter trusts no flag from the workflow', () => {
-  it('mints a credential the backend accepts when the approvals hold', () => {
-    const token = mint(approvalBy([['alice', alice]]));
+  it('mints a credential the backend accepts when the approvals hold', async () => {
+    const token = await mint(approvalBy([['alice', alice]]));
     const checked = verifyCredential({
       token,
       minterPublicKeyHex: publicKeyHex(minterKeys.publicKey),
@@ -167,11 +167,11 @@ describe('the credential minter trusts no flag from the workflow', () => {
         ),
       '1 distinct approver(s), 2 needed',
     ],
-  ])('refuses %s', (_case, attempt, message) => {
-    expect(attempt).toThrow(message);
+  ])('refuses %s', async (_case, attempt, message) => {
+    await expect(attempt()).rejects.toThrow(message);
   });
 
-  it('mints a critical refund approved by two distinct approvers granted its level', () => {
+  it('mints a critical refund approved by two distinct approvers granted its level', async () => {
     const approval = approvalBy(
       [
         ['alice', alice],
@@ -180,7 +180,7 @@ describe('the credential minter trusts no flag from the workflow', () => {
       {},
       critical,
     );
-    expect(typeof mint(approval, critical)).toBe('string');
+    expect(typeof (await mint(approval, critical))).toBe('string');
   });
 });
 
@@ -222,23 +222,26 @@ describe('the credential minter judges each decision by the rules the workflow a
       () => mint(approvalBy([['alice', alice]], { decision: 'approve all' as DecisionEnvelope['decision'] })),
       'the decision of alice does not hold for this call (SIGNATURE_INVALID)',
     ],
-  ])('refuses %s, naming the approver and the rule', (_case, attempt, message) => {
-    expect(attempt).toThrow(message);
+  ])('refuses %s, naming the approver and the rule', async (_case, attempt, message) => {
+    await expect(attempt()).rejects.toThrow(message);
   });
 
-  it.each(['__proto__', 'constructor', 'toString'])('refuses an approver named %s as unknown', (name) => {
-    const approval = approvalBy([[name, pair()]]);
-    expect(() => mint(approval)).toThrow(
-      `the decision of ${name} does not hold for this call (APPROVER_UNKNOWN)`,
-    );
-  });
+  it.each(['__proto__', 'constructor', 'toString'])(
+    'refuses an approver named %s as unknown',
+    async (name) => {
+      const approval = approvalBy([[name, pair()]]);
+      await expect(mint(approval)).rejects.toThrow(
+        `the decision of ${name} does not hold for this call (APPROVER_UNKNOWN)`,
+      );
+    },
+  );
 
   it.each([
     ['null', null, '(unknown)'],
     ['an empty object', {}, '(unknown)'],
     ['an envelope without its signature', { envelope: aliceApproval?.envelope }, 'alice'],
-  ])('refuses a malformed decision (%s) as a MintRefusal, not a crash', (_case, decision, named) => {
-    expect(() => mint(withDecisions([aliceApproval, decision]))).toThrow(
+  ])('refuses a malformed decision (%s) as a MintRefusal, not a crash', async (_case, decision, named) => {
+    await expect(mint(withDecisions([aliceApproval, decision]))).rejects.toThrow(
       expect.objectContaining({
         name: 'MintRefusal',
         message: `the decision of ${named} does not hold for this call (SIGNATURE_INVALID)`,
@@ -246,14 +249,14 @@ describe('the credential minter judges each decision by the rules the workflow a
     );
   });
 
-  it('does not let one approver make a quorum of two by naming themselves as ["alice"]', () => {
+  it('does not let one approver make a quorum of two by naming themselves as ["alice"]', async () => {
     const approval = approvalBy([['alice', alice]], {}, critical);
     const envelope = { ...approval.decisions[0]?.envelope, approver: ['alice'] };
     const asArray = {
       envelope,
       signature: signValue({ kind: 'decision', value: envelope, privateKey: alice.privateKey }),
     };
-    expect(() => mint(withDecisions([...approval.decisions, asArray]), critical)).toThrow(
+    await expect(mint(withDecisions([...approval.decisions, asArray]), critical)).rejects.toThrow(
       'does not hold for this call (SIGNATURE_INVALID)',
     );
   });

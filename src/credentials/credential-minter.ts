@@ -3,6 +3,7 @@ import type { KeyObject } from 'node:crypto';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CredentialClaims, ExecutionApproval } from '../shared/approval';
+import type { ApproverKeyStatus, VerifiedKey } from '../shared/approver-keys';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
 import type { RoundBinding } from '../shared/decision-rules';
@@ -25,7 +26,9 @@ export interface CredentialMinter {
    * Mints a credential only after its own checks: it trusts no flag from the workflow, recomputes
    * the risk level from the contract, the arguments and its own policy, and verifies the quorum and
    * every decision against this call, run, round and digests, by the rules the workflow's validator
-   * applies (`judgeDecision`), each decision an approval. Throws `MintRefusal` otherwise.
+   * applies (`judgeDecision`), each decision an approval. A decision signed with an enrolled key
+   * holds only when its chain verifies against the minter's own policy's operators and the registry
+   * says the key is enrolled and not revoked now. Rejects with `MintRefusal` otherwise.
    */
   mint(input: {
     contract: AnyToolContract;
@@ -34,7 +37,7 @@ export interface CredentialMinter {
     runId: string;
     args: Record<string, unknown>;
     approval?: ExecutionApproval;
-  }): string;
+  }): Promise<string>;
   /** Admission tickets, signed with the same key: they bind each call to its session's admission. */
   readonly tickets: AdmissionTickets;
 }
@@ -43,10 +46,15 @@ export interface CredentialMinter {
 export function createCredentialMinter(input: {
   privateKey: KeyObject;
   policy: () => LoadedPolicy;
+  /**
+   * The registry's status of an enrolled key now (see `readApproverKeyStatus`). Without it, no
+   * decision signed with an enrolled key holds: the minter fails closed.
+   */
+  approverKeyStatus?: (keyId: string) => Promise<ApproverKeyStatus>;
 }): CredentialMinter {
   return {
     tickets: createAdmissionTickets({ privateKey: input.privateKey }),
-    mint: ({ contract, caller, callId, runId, args, approval }) => {
+    mint: async ({ contract, caller, callId, runId, args, approval }) => {
       const policy = input.policy();
       const callerPolicy = policy.callerPolicy(caller);
       if (!callerPolicy) throw new MintRefusal(`caller ${caller} is not in the minter's policy`);
@@ -74,7 +82,7 @@ export function createCredentialMinter(input: {
           riskLevel: verdict.riskLevel,
           caller,
         };
-        const { approvers } = policy.snapshotFor(caller);
+        const { approvers, operators } = policy.snapshotFor(caller);
         const approvedBy: string[] = [];
         for (const decision of approval.decisions) {
           // Each decision is judged against the round alone; one approver listed twice counts once below.
@@ -82,6 +90,7 @@ export function createCredentialMinter(input: {
             decision,
             round,
             approvers,
+            operators,
             decidedBy: { signatures: [], approvers: [] },
           });
           if (!judgement.ok) {
@@ -94,6 +103,7 @@ export function createCredentialMinter(input: {
               `the decision of ${judgement.envelope.approver} does not hold for this call (a denial, not an approval)`,
             );
           }
+          if (judgement.key) await confirmEnrolled({ key: judgement.key, status: input.approverKeyStatus });
           approvedBy.push(judgement.envelope.approver);
         }
         if (!quorumReached({ approvers: approvedBy, quorum })) {
@@ -115,6 +125,29 @@ export function createCredentialMinter(input: {
       return signCredential({ claims, privateKey: input.privateKey });
     },
   };
+}
+
+/** Refuses unless the registry holds exactly this key, for this approver and invite, and not revoked. */
+async function confirmEnrolled(input: {
+  key: VerifiedKey;
+  status: ((keyId: string) => Promise<ApproverKeyStatus>) | undefined;
+}): Promise<void> {
+  const { key } = input;
+  if (!input.status) throw new MintRefusal(`the minter cannot look up enrolled keys (key ${key.keyId})`);
+  let found: ApproverKeyStatus;
+  try {
+    found = await input.status(key.keyId);
+  } catch {
+    throw new MintRefusal(`the key registry did not answer for key ${key.keyId}`);
+  }
+  const same =
+    found.status !== 'unknown' &&
+    found.key.publicKeyHex === key.publicKeyHex &&
+    found.key.approver === key.approver &&
+    found.key.inviteId === key.inviteId;
+  if (!same) throw new MintRefusal(`key ${key.keyId} of ${key.approver} is not enrolled (KEY_UNKNOWN)`);
+  if (found.status === 'revoked')
+    throw new MintRefusal(`key ${key.keyId} of ${key.approver} was revoked (KEY_REVOKED)`);
 }
 
 /** The approver a decision names, for a refusal message; a malformed decision names nobody. */

@@ -5,11 +5,17 @@ import { dirname, join } from 'node:path';
 import type { SignatureCheck, SignedKind } from '../shared/signatures';
 import { signedText } from '../shared/signatures';
 
-/** Who a key belongs to: a caller (agent harness), an approver (a person), or the credential minter. */
+/** Who a key belongs to: a caller (agent harness), an approver or an operator (a person), or the credential minter. */
 export type KeyOwner =
-  { kind: 'caller'; name: string } | { kind: 'approver'; name: string } | { kind: 'minter' };
+  | { kind: 'caller'; name: string }
+  | { kind: 'approver'; name: string }
+  | { kind: 'operator'; name: string }
+  | { kind: 'minter' };
 
-/** Where a key pair lives under a keys folder: `callers/NAME`, `approvers/NAME` or `minter`, `.key` and `.pub`. */
+/**
+ * Where a key pair lives under a keys folder: `callers/NAME`, `approvers/NAME`, `operators/NAME` or
+ * `minter`, `.key` and `.pub`.
+ */
 export function keyPaths(input: { directory: string; owner: KeyOwner }): {
   privateKey: string;
   publicKey: string;

@@ -30,6 +30,8 @@ export interface CallerPolicySnapshot {
   callerKeyHex: string | null;
   /** Every approver; the workflow decides who may approve this call. */
   approvers: Record<string, ApproverView>;
+  /** Every operator's public key (raw hex) by name: enrolled keys' invites verify with them. */
+  operators: Record<string, string>;
 }
 
 /** A policy as workers hold it: the file's content, its version label, its digest and the keys it names. */
@@ -38,6 +40,10 @@ export interface LoadedPolicy {
   readonly version: string;
   readonly digest: string;
   readonly file: PolicyFile;
+  /** Every operator's public key (raw hex) by name; a record without a prototype. */
+  readonly operators: Readonly<Record<string, string>>;
+  /** Every approver by name; a record without a prototype. */
+  readonly approvers: Readonly<Record<string, ApproverView>>;
   callerPolicy(caller: string): CallerPolicy | null;
   /** The snapshot a call of this caller records. */
   snapshotFor(caller: string): CallerPolicySnapshot;
@@ -156,21 +162,32 @@ export function checkPolicy(input: {
         problems.push(`approvers.${name}.operates.${index}: unknown caller "${caller}"`);
     });
   }
+  const operators = nameRecord<string>();
+  for (const [name, operator] of Object.entries(file.operators)) {
+    operators[name] = keyOf(
+      `operators.${name}.publicKey`,
+      operator.publicKey,
+      `run "toolgate keys generate --operator ${name}"`,
+    );
+  }
   if (problems.length) throw new ConfigurationError(`policy file ${input.source}: ${problems.join('; ')}`);
   // The digest covers the keys too: rotating a key is a new policy version.
-  const digest = sha256Hex(canonicalJson({ file, callerKeys, approvers }));
+  const digest = sha256Hex(canonicalJson({ file, callerKeys, approvers, operators }));
   const version = `${file.version ?? 'unversioned'}@${digest.slice(0, 12)}`;
   return {
     source: input.source,
     version,
     digest,
     file,
+    operators,
+    approvers,
     callerPolicy: (caller) => ownValue(file.callers, caller) ?? null,
     snapshotFor: (caller) => ({
       version,
       callerPolicy: ownValue(file.callers, caller) ?? null,
       callerKeyHex: ownValue(callerKeys, caller) ?? null,
       approvers,
+      operators,
     }),
   };
 }

@@ -77,11 +77,22 @@ export const approverPolicySchema = z.strictObject({
     .describe('the callers this approver operates (and so may not approve)'),
 });
 
+/** A person who runs toolgate: signs approvers' invites and key revocations with their own key. */
+export const operatorPolicySchema = z.strictObject({
+  publicKey: publicKeySchema.describe(
+    "the operator's own key: invites and revocations must be signed with it",
+  ),
+});
+
 /** The policy file: per caller, loaded by workers, never taken from workflow input or the model. */
 export const policyFileSchema = z.strictObject({
   version: z.string().min(1).optional().describe('a label for this policy; the digest is recorded too'),
   callers: z.record(z.string().min(1), callerPolicySchema),
   approvers: z.record(z.string().min(1), approverPolicySchema).default({}),
+  operators: z
+    .record(z.string().min(1), operatorPolicySchema)
+    .default({})
+    .describe('who may invite approvers to enrol keys, and revoke them'),
 });
 
 /** One caller's policy as the workflow sees it. */

@@ -1,3 +1,4 @@
+import type { KeyChain } from './approver-keys';
 import { canonicalJson, sha256Hex } from './canonical-json';
 
 /** What an approver signs: one decision for one round of one run of one call. */
@@ -14,10 +15,15 @@ export interface DecisionEnvelope {
   issuedAt: string;
 }
 
-/** A decision with its Ed25519 signature (base64url) by the approver's own key, over kind `decision`. */
+/**
+ * A decision with its Ed25519 signature (base64url) over kind `decision`: by the approver's key in
+ * the policy, or, when `key` is given, by the key that chain enrolled for the approver.
+ */
 export interface SignedDecision {
   envelope: DecisionEnvelope;
   signature: string;
+  /** The enrolled key's chain (operator-signed invite, doubly signed enrolment); absent for the policy's key. */
+  key?: KeyChain;
 }
 
 /**

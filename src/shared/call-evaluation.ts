@@ -71,6 +71,11 @@ interface EvaluationRecord {
   admitted: boolean;
   /** Every approver's key and grants, for the decision validator. */
   approvers: Record<string, ApproverGrant>;
+  /**
+   * Every operator's public key (raw hex) by name, so the validator verifies an enrolled key's chain
+   * purely. Absent in calls recorded before operators existed: then no chain holds.
+   */
+  operators?: Record<string, string>;
   /** Set once the arguments validated (also on a policy refusal, for the audit record). */
   args?: Record<string, unknown>;
   riskLevel?: RiskLevel;

@@ -50,15 +50,62 @@ export const decisionRefusalCodes = [
   'DECISION_REPLAYED',
   'ALREADY_DECIDED',
   'APPROVAL_EXPIRED',
+  // decisions signed with an enrolled key (the key's chain verified, then the registry asked)
+  'KEY_UNKNOWN',
+  'KEY_REVOKED',
 ] as const;
 
 /** A reason a decision was refused. */
 export type DecisionRefusalCode = (typeof decisionRefusalCodes)[number];
 
+/**
+ * What an operator or an enrolling approver is told when the approver-key registry refuses a
+ * change: an invite, an enrolment or a revocation. Nothing changed in the registry.
+ */
+export const registryRefusalCodes = [
+  'OPERATOR_UNKNOWN',
+  'APPROVER_UNKNOWN',
+  'SIGNATURE_INVALID',
+  'INVITE_INVALID',
+  'INVITE_EXISTS',
+  'INVITE_UNKNOWN',
+  'INVITE_EXPIRED',
+  'INVITE_USED',
+  'KEY_EXISTS',
+  'KEY_UNKNOWN',
+  'KEY_REVOKED',
+] as const;
+
+/** A reason the approver-key registry refused a change. */
+export type RegistryRefusalCode = (typeof registryRefusalCodes)[number];
+
+/**
+ * What the approvals console answers when it refuses a request before relaying anything: sign-in,
+ * session and request checks. A decision it relays is refused by the workflow with a decision code.
+ */
+export const consoleRefusalCodes = [
+  'NOT_SIGNED_IN',
+  'LOGIN_INVALID',
+  'ORIGIN_NOT_ALLOWED',
+  'CSRF_TOKEN_INVALID',
+  'SESSION_APPROVER_MISMATCH',
+  'KEY_UNKNOWN',
+  'KEY_REVOKED',
+  'BAD_REQUEST',
+] as const;
+
+/** A reason the approvals console refused a request. */
+export type ConsoleRefusalCode = (typeof consoleRefusalCodes)[number];
+
 /** The pattern every code, built in or declared by a tool, must match. */
 export const codePattern = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/;
 
-const builtInCodes: ReadonlySet<string> = new Set<string>([...errorCodes, ...decisionRefusalCodes, 'OK']);
+const builtInCodes: ReadonlySet<string> = new Set<string>([
+  ...errorCodes,
+  ...decisionRefusalCodes,
+  ...registryRefusalCodes,
+  'OK',
+]);
 
 /** True when `code` is one of toolgate's own codes (a tool may not redeclare one as its domain code). */
 export function isBuiltInCode(code: string): boolean {

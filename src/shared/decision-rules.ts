@@ -1,6 +1,8 @@
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
 import type { DecisionEnvelope, SignedDecision } from './approval';
+import type { VerifiedKey } from './approver-keys';
+import { verifyKeyChain } from './approver-keys';
 import type { DecisionRefusalCode } from './codes';
 import { ownValue } from './own-records';
 import { verifySignature } from './signatures';
@@ -38,7 +40,13 @@ export interface DecidedBy {
 
 /** Whether a decision holds for the round: its envelope when it does, otherwise the code and reason the approver is told. */
 export type DecisionJudgement =
-  { ok: true; envelope: DecisionEnvelope } | { ok: false; code: DecisionRefusalCode; reason: string };
+  | {
+      ok: true;
+      envelope: DecisionEnvelope;
+      /** The enrolled key it was signed with; the registry must still say it is enrolled and not revoked. */
+      key?: VerifiedKey;
+    }
+  | { ok: false; code: DecisionRefusalCode; reason: string };
 
 // Every field of an envelope, each a string: a field added to DecisionEnvelope does not compile here
 // until it is listed, and so checked.
@@ -61,6 +69,7 @@ const envelopeFields: Record<keyof DecisionEnvelope, true> = {
  */
 export function isSignedDecision(value: unknown): value is SignedDecision {
   if (!isRecord(value) || typeof value.signature !== 'string') return false;
+  if (value.key !== undefined && !isRecord(value.key)) return false;
   const envelope = value.envelope;
   return (
     isRecord(envelope) && Object.keys(envelopeFields).every((field) => typeof envelope[field] === 'string')
@@ -69,7 +78,8 @@ export function isSignedDecision(value: unknown): value is SignedDecision {
 
 /**
  * Judges one decision against one round, in this order: shape, approver known (own properties of
- * `approvers` only, so `constructor` or `__proto__` is nobody), signature by that approver's key,
+ * `approvers` only, so `constructor` or `__proto__` is nobody), signature by that approver's key (the
+ * policy's, or, with a key chain, the enrolled key once the chain verifies against `operators`),
  * grant covers the risk level, approver does not operate the caller, bound to this call, run, nonce
  * and digests, not already counted in this round, `approve` or `deny`. The first rule broken is the
  * answer. Pure; never throws, whatever `decision` is.
@@ -79,6 +89,8 @@ export function judgeDecision(input: {
   round: RoundBinding;
   /** The policy's approvers by name; undefined when none are known (then every approver is unknown). */
   approvers: Readonly<Record<string, ApproverGrant>> | undefined;
+  /** The policy's operators' public keys by name: an enrolled key's invite must be signed by one (none: no chain holds). */
+  operators?: Readonly<Record<string, string>> | undefined;
   decidedBy: DecidedBy;
 }): DecisionJudgement {
   const { decision, round } = input;
@@ -86,11 +98,21 @@ export function judgeDecision(input: {
   const { envelope } = decision;
   const approver = ownValue(input.approvers, envelope.approver);
   if (!approver) return refused('APPROVER_UNKNOWN', 'no such approver');
+  let key: VerifiedKey | undefined;
+  if (decision.key !== undefined) {
+    const chain = verifyKeyChain({
+      chain: decision.key,
+      operators: input.operators,
+      approver: envelope.approver,
+    });
+    if (!chain.ok) return refused('SIGNATURE_INVALID', `the key's chain does not hold: ${chain.reason}`);
+    key = chain.key;
+  }
   const signed = verifySignature({
     kind: 'decision',
     value: envelope,
     signature: decision.signature,
-    publicKeyHex: approver.publicKeyHex,
+    publicKeyHex: key ? key.publicKeyHex : approver.publicKeyHex,
   });
   if (!signed) return refused('SIGNATURE_INVALID', "not signed with the approver's key");
   // A round whose level is not a known one is beyond every grant: the check fails closed.
@@ -128,7 +150,7 @@ export function judgeDecision(input: {
   if (envelope.decision !== 'approve' && envelope.decision !== 'deny') {
     return refused('SIGNATURE_INVALID', 'a decision is "approve" or "deny"');
   }
-  return { ok: true, envelope };
+  return key ? { ok: true, envelope, key } : { ok: true, envelope };
 }
 
 /** The approvers who approved, each once, in the order they first appear: nobody counts twice toward a quorum. */

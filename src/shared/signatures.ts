@@ -3,7 +3,8 @@ import { hexToBytes, utf8ToBytes } from '@noble/hashes/utils';
 import { canonicalJson } from './canonical-json';
 
 /** What a signature covers; the kind is part of the signed bytes, so one kind can never pass for another. */
-export type SignedKind = 'proposal' | 'decision' | 'credential' | 'admission';
+export type SignedKind =
+  'proposal' | 'decision' | 'credential' | 'admission' | 'invite' | 'enrolment' | 'key-revocation';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

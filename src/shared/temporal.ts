@@ -2,6 +2,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { Sinks } from '@temporalio/workflow';
 import type { DecisionEnvelope, SignedDecision } from './approval';
+import type { RegistryEvent } from './approver-keys';
 import type { Proposal } from './proposal';
 import type { ToolResult } from './tool-result';
 
@@ -95,6 +96,8 @@ export interface DecisionAttempt {
   outcome: string;
   source: 'workflow' | 'admin';
   envelope: unknown;
+  /** The enrolled key the decision was signed with (absent: the policy's key of the approver). */
+  keyId?: string;
 }
 
 /**
@@ -123,6 +126,8 @@ export interface ToolGateSinks extends Sinks {
   audit: {
     decisionAttempt(attempt: Omit<DecisionAttempt, 'source'>): void;
     admissionRefusal(refusal: AdmissionRefusal): void;
+    /** Every change attempted on the approver-key registry, accepted or refused. */
+    registryEvent(event: RegistryEvent): void;
   };
 }
 

@@ -2,9 +2,13 @@ import {
   ApplicationFailure,
   condition,
   currentUpdateInfo,
+  proxyLocalActivities,
   proxySinks,
   setHandler,
 } from '@temporalio/workflow';
+import type { ApproverKeyActivities } from '../activities/approver-key-activities';
+import type { ApproverKeyStatus } from '../shared/approver-keys';
+import { keyIdOf, verifyKeyChain } from '../shared/approver-keys';
 import type { ApproverGrant } from '../shared/decision-rules';
 import type { ExecutionApproval, SignedDecision } from '../shared/approval';
 import { approvalNonce } from '../shared/approval';
@@ -28,6 +32,12 @@ export type ApprovalOutcome<Stop> =
   | { ok: false; ended: 'expired'; expiresAt: string }
   | { ok: false; ended: 'denied'; approver: string; reason: string }
   | { ok: false; ended: 'stopped'; stop: Stop };
+
+// The registry lookup of an enrolled key: a local activity, so its answer is recorded for replay.
+const keyActivities = proxyLocalActivities<ApproverKeyActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 3, initialInterval: '200ms' },
+});
 
 /** One round: the preview an approver signs for, the decisions taken, its expiry. */
 class ApprovalRound {
@@ -114,6 +124,8 @@ export class CallApprovals {
       state: CallState;
       /** Every approver's key and grants, as recorded by the call's evaluation. */
       approvers: () => Record<string, ApproverGrant> | undefined;
+      /** Every operator's public key, as recorded by the call's evaluation (enrolled keys' chains verify with them). */
+      operators: () => Record<string, string> | undefined;
       /** Writes the `ApprovalState` search attribute. */
       onStateChange: (state: ApprovalState) => void;
     },
@@ -194,13 +206,69 @@ export class CallApprovals {
     this.call.onStateChange(state);
   }
 
-  private decide(decision: SignedDecision): Promise<DecisionReceipt> {
+  private async decide(decision: SignedDecision): Promise<DecisionReceipt> {
     const round = this.round;
     if (!round) throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
+    if (decision.key !== undefined) {
+      // An enrolled key: the validator verified its chain purely; only the registry knows whether it
+      // is still enrolled, so it is asked now (a recorded local activity), and the round judged again.
+      const refusal = (await this.keyRefusal(decision)) ?? this.roundRefusal(round, decision);
+      if (refusal) throw this.refuse({ decision, ...refusal });
+    }
     const receipt = round.apply(decision);
     this.record({ decision, outcome: 'accepted', round: round.number });
     this.call.state.approval = round.view();
-    return Promise.resolve(receipt);
+    return receipt;
+  }
+
+  /** Why an enrolled key's decision does not count: the registry does not hold it enrolled now, or cannot say. */
+  private async keyRefusal(
+    decision: SignedDecision,
+  ): Promise<{ code: DecisionRefusalCode; reason: string } | undefined> {
+    const chain = verifyKeyChain({
+      chain: decision.key,
+      operators: this.call.operators(),
+      approver: decision.envelope.approver,
+    });
+    if (!chain.ok)
+      return { code: 'SIGNATURE_INVALID', reason: `the key's chain does not hold: ${chain.reason}` };
+    let found: ApproverKeyStatus;
+    try {
+      found = await keyActivities.approverKeyStatus({ keyId: chain.key.keyId });
+    } catch {
+      // Fail closed: a key nobody can vouch for right now approves nothing.
+      return { code: 'KEY_UNKNOWN', reason: 'the key registry did not answer; try again' };
+    }
+    const same =
+      found.status !== 'unknown' &&
+      found.key.publicKeyHex === chain.key.publicKeyHex &&
+      found.key.approver === chain.key.approver &&
+      found.key.inviteId === chain.key.inviteId;
+    if (!same) return { code: 'KEY_UNKNOWN', reason: 'this key is not enrolled for this approver' };
+    if (found.status === 'revoked') return { code: 'KEY_REVOKED', reason: 'this key was revoked' };
+    return undefined;
+  }
+
+  /** The round's own refusals, checked again after the handler waited: it may have closed or counted meanwhile. */
+  private roundRefusal(
+    round: ApprovalRound,
+    decision: SignedDecision,
+  ): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (this.round !== round) {
+      return round.state === 'expired'
+        ? { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' }
+        : { code: 'ALREADY_DECIDED', reason: 'this round is already decided' };
+    }
+    if (Date.now() >= round.expiresAtMs)
+      return { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' };
+    if (round.decided) return { code: 'ALREADY_DECIDED', reason: 'this round is already decided' };
+    if (
+      round.usedSignatures.includes(decision.signature) ||
+      round.approvals.includes(decision.envelope.approver)
+    ) {
+      return { code: 'DECISION_REPLAYED', reason: 'this approver already decided this round' };
+    }
+    return undefined;
   }
 
   /** The update's validator: round state first, then the decision rules shared with the minter. */
@@ -235,6 +303,7 @@ export class CallApprovals {
         caller: this.call.caller,
       },
       approvers: this.call.approvers(),
+      operators: this.call.operators(),
       decidedBy: { signatures: round.usedSignatures, approvers: round.approvals },
     });
     if (!judgement.ok) throw this.refuse({ decision, code: judgement.code, reason: judgement.reason });
@@ -264,6 +333,8 @@ export class CallApprovals {
         at: new Date(Date.now()).toISOString(),
       });
     }
+    const publicKeyHex = (input.decision?.key as { enrolment?: { enrolment?: { publicKeyHex?: unknown } } })
+      ?.enrolment?.enrolment?.publicKeyHex;
     this.sinks.audit.decisionAttempt({
       updateId: currentUpdateInfo()?.id ?? '(none)',
       callId: this.call.callId,
@@ -272,6 +343,7 @@ export class CallApprovals {
       decision,
       outcome: input.outcome,
       envelope: envelope ?? null,
+      ...(typeof publicKeyHex === 'string' ? { keyId: keyIdOf(publicKeyHex) } : {}),
     });
   }
 }

@@ -1,3 +1,4 @@
 // The workflows every toolgate worker runs: no user code, so the package ships them prebuilt.
 export { toolCall } from './tool-call';
 export { toolSession } from './session';
+export { toolgateApproverKeys } from './approver-keys';

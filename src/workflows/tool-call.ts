@@ -411,6 +411,7 @@ class CallRun {
       caller: this.proposal.caller,
       state: this.state,
       approvers: () => this.evaluation?.approvers,
+      operators: () => this.evaluation?.operators,
       onStateChange: (value: ApprovalState) => {
         // Approval states are what ops watch live: written at once, with anything queued before them.
         this.setAttribute({ key: searchAttributes.approvalState, value }, { flush: true });

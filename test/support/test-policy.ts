@@ -13,6 +13,8 @@ export const testCallers = [
 ] as const;
 /** The approvers the tests' harness generates keys for. */
 export const testApprovers = ['alice', 'bob', 'carol', 'dave'] as const;
+/** The operators the tests' harness generates keys for (`mallory` has a key but is not in the policy). */
+export const testOperators = ['olivia', 'mallory'] as const;
 
 /**
  * The tests' policy. `test-refunder` may refund without approval (only tests ship such a caller);
@@ -78,5 +80,8 @@ export const testPolicy: PolicyFileInput = {
     bob: { publicKey: 'approvers/bob.pub', maxLevel: 'irreversible', operates: [] },
     carol: { publicKey: 'approvers/carol.pub', maxLevel: 'critical', operates: ['support-bot'] },
     dave: { publicKey: 'approvers/dave.pub', maxLevel: 'critical', operates: [] },
+  },
+  operators: {
+    olivia: { publicKey: 'operators/olivia.pub' },
   },
 };

@@ -18,6 +18,7 @@ import {
   generateKeyPairFiles,
   keyPaths,
   openSqliteAuditStore,
+  readApproverKeyStatus,
   readPrivateKey,
   resolveConfig,
   startToolGateWorker,
@@ -26,7 +27,7 @@ import {
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import { createTestTools } from './test-tool-implementations';
-import { testApprovers, testCallers, testPolicy } from './test-policy';
+import { testApprovers, testCallers, testOperators, testPolicy } from './test-policy';
 import { testContracts } from './test-tools';
 
 /** Everything a test file needs: a real orders process, a worker on its own task queue, a client. */
@@ -45,6 +46,8 @@ export interface ToolGateHarness {
   policyPath: string;
   /** A test approver's private key. */
   approverKey(name: string): KeyObject;
+  /** A test operator's private key (`olivia` is in the policy, `mallory` is not). */
+  operatorKey(name: string): KeyObject;
   /** A fresh session id, so loop and idempotency keys never collide across tests (`call` adds `:caller`). */
   newSession(): string;
   /** Refund arguments for ORD-1001 with overrides, as raw JSON text. */
@@ -105,6 +108,8 @@ export async function startHarness(input: {
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
     for (const name of testApprovers)
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'approver', name } });
+    for (const name of testOperators)
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'operator', name } });
     const minterKeys = generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'minter' } });
     const orders = await startOrdersProcess({ minterPublicKeyPath: minterKeys.publicKey });
     cleanups.push(() => orders.stop());
@@ -119,7 +124,10 @@ export async function startHarness(input: {
     const policyPath = join(directory, 'policy.json');
     writeFileSync(policyPath, JSON.stringify(input.policy ?? testPolicy, null, 2));
     const privateKeys = new Map<string, KeyObject>();
-    const keyOf = (owner: { kind: 'caller' | 'approver'; name: string }): KeyObject | undefined => {
+    const keyOf = (owner: {
+      kind: 'caller' | 'approver' | 'operator';
+      name: string;
+    }): KeyObject | undefined => {
       const path = keyPaths({ directory: keysDirectory, owner }).privateKey;
       const cacheKey = `${owner.kind}/${owner.name}`;
       if (!privateKeys.has(cacheKey)) {
@@ -139,9 +147,12 @@ export async function startHarness(input: {
     const minterPolicy = input.minterPolicy
       ? checkPolicy({ source: 'test minter policy', value: input.minterPolicy, registry, keysDirectory })
       : policy;
+    // The minter asks the approver-key registry through a client on the worker's connection, as a worker's does.
+    const registryClient = new Client({ connection: nativeConnection });
     const minter = createCredentialMinter({
       privateKey: readPrivateKey(minterKeys.privateKey),
       policy: () => minterPolicy,
+      approverKeyStatus: (keyId) => readApproverKeyStatus({ client: registryClient, taskQueue, keyId }),
     });
     let tools: readonly ImplementedTool[] = [
       ...createOrdersTools({
@@ -214,6 +225,11 @@ export async function startHarness(input: {
       approverKey: (name) => {
         const key = keyOf({ kind: 'approver', name });
         if (!key) throw new Error(`no test key for approver ${name}`);
+        return key;
+      },
+      operatorKey: (name) => {
+        const key = keyOf({ kind: 'operator', name });
+        if (!key) throw new Error(`no test key for operator ${name}`);
         return key;
       },
       newSession: () => {

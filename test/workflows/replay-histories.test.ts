@@ -29,6 +29,7 @@ describe('recorded histories of representative calls', () => {
           audit: {
             decisionAttempt: { fn: () => undefined, callDuringReplay: false },
             admissionRefusal: { fn: () => undefined, callDuringReplay: false },
+            registryEvent: { fn: () => undefined, callDuringReplay: false },
           },
         },
       },

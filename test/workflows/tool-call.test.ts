@@ -34,7 +34,7 @@ async function refundTheRest(api: OrdersApiClient, orderId: string): Promise<voi
     currency: order.currency,
     reason: 'customer_request' as const,
   };
-  const credential = harness.minter.mint({
+  const credential = await harness.minter.mint({
     contract: refundOrderContract,
     caller: refunder,
     callId: idempotencyKey,

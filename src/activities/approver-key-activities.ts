@@ -1,0 +1,69 @@
+import { Context } from '@temporalio/activity';
+import { readApproverKeyStatus } from '../admin/approver-keys';
+import { verifyWithNode } from '../keys/key-files';
+import type { LoadedPolicy } from '../policy/load-policy';
+import type { ApproverKeyStatus } from '../shared/approver-keys';
+import type { RegistryRefusalCode } from '../shared/codes';
+import { ownValue } from '../shared/own-records';
+
+/** An operator's signed request as the registry asks the worker to check it against the current policy. */
+export interface OperatorRequestCheck {
+  kind: 'invite' | 'key-revocation';
+  value: unknown;
+  signature: string;
+  operator: string;
+  /** For an invite: the approver it is for, who must be in the policy. */
+  approver?: string;
+}
+
+/** The worker's verdict on an operator's request, recorded in the registry's history. */
+export type OperatorRequestVerdict =
+  { ok: true; policyVersion: string } | { ok: false; code: RegistryRefusalCode; reason: string };
+
+/**
+ * The local activities behind approver keys: the call workflow asks the registry whether a key is
+ * enrolled now, and the registry asks the worker's current policy whether an operator signed a
+ * request (the workflow holds no policy). Each answer is recorded, so replay never asks again.
+ */
+export function createApproverKeyActivities(dependencies: { policy: () => LoadedPolicy }) {
+  return {
+    /** The registry's status of one key now, on this worker's task queue; `unknown` when there is no registry. */
+    async approverKeyStatus(input: { keyId: string }): Promise<ApproverKeyStatus> {
+      const { client, info } = Context.current();
+      return readApproverKeyStatus({ client, taskQueue: info.taskQueue, keyId: input.keyId });
+    },
+
+    /** Whether `operator` is in the current policy and signed `value` as `kind` (and the invite's approver exists). */
+    async checkOperatorSignature(input: OperatorRequestCheck): Promise<OperatorRequestVerdict> {
+      const policy = dependencies.policy();
+      const publicKeyHex = ownValue(policy.operators, input.operator);
+      if (!publicKeyHex) {
+        return {
+          ok: false,
+          code: 'OPERATOR_UNKNOWN',
+          reason: `no operator "${input.operator}" in the policy`,
+        };
+      }
+      const signed = verifyWithNode({
+        kind: input.kind,
+        value: input.value,
+        signature: input.signature,
+        publicKeyHex,
+      });
+      if (!signed) {
+        return { ok: false, code: 'SIGNATURE_INVALID', reason: `not signed with ${input.operator}'s key` };
+      }
+      if (input.approver !== undefined && !ownValue(policy.approvers, input.approver)) {
+        return {
+          ok: false,
+          code: 'APPROVER_UNKNOWN',
+          reason: `no approver "${input.approver}" in the policy`,
+        };
+      }
+      return { ok: true, policyVersion: policy.version };
+    },
+  };
+}
+
+/** The approver-key activities by name; workflows import this type only. */
+export type ApproverKeyActivities = ReturnType<typeof createApproverKeyActivities>;

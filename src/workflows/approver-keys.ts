@@ -1,0 +1,327 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  currentUpdateInfo,
+  proxyLocalActivities,
+  proxySinks,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ApproverKeyActivities, OperatorRequestVerdict } from '../activities/approver-key-activities';
+import type {
+  ApproverKeysView,
+  ApproverKeyView,
+  InviteView,
+  RegistryEvent,
+  RegistryReceipt,
+  SignedEnrolment,
+  SignedInvite,
+  SignedKeyRevocation,
+} from '../shared/approver-keys';
+import {
+  addInviteUpdate,
+  approverKeysQuery,
+  enrolKeyUpdate,
+  isSignedEnrolment,
+  isSignedInvite,
+  isSignedKeyRevocation,
+  keyIdOf,
+  revokeKeyUpdate,
+  verifyEnrolment,
+} from '../shared/approver-keys';
+import type { RegistryRefusalCode } from '../shared/codes';
+import type { ToolGateSinks } from '../shared/temporal';
+
+/** What the registry carries across continue-as-new: its invites and keys. */
+export interface ApproverKeysInput {
+  carried?: ApproverKeysView;
+  /** Continue as new after this many accepted changes in one run (default 500), besides Temporal's suggestion. */
+  continueAsNewAfter?: number;
+}
+
+/** The longest an invite may be valid: a link that lives for weeks is a key lying around. */
+const maxInviteValidityMs = 7 * 24 * 60 * 60 * 1000;
+/** Expired, unused invites are kept this long after their expiry (for lists), then dropped at continue-as-new. */
+const expiredInvitesKeptMs = 7 * 24 * 60 * 60 * 1000;
+const maxNameLength = 200;
+
+const operatorChecks = proxyLocalActivities<ApproverKeyActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 3, initialInterval: '200ms' },
+});
+
+type Refusal = { code: RegistryRefusalCode; reason: string };
+
+/**
+ * The invites and enrolled keys, with the rules a change must pass. Pure apart from the clock the
+ * workflow gives it: validators call the checks, handlers apply what passed.
+ */
+class ApproverKeyRegistry {
+  private readonly invites = new Map<string, InviteView>();
+  private readonly keys = new Map<string, ApproverKeyView>();
+
+  constructor(carried: ApproverKeysView | undefined) {
+    for (const invite of carried?.invites ?? []) this.invites.set(invite.invite.invite.inviteId, invite);
+    for (const key of carried?.keys ?? []) this.keys.set(key.keyId, key);
+  }
+
+  inviteRefusal(signed: SignedInvite, nowMs: number): Refusal | undefined {
+    if (!isSignedInvite(signed)) return { code: 'INVITE_INVALID', reason: 'not a signed invite' };
+    const { invite } = signed;
+    if ([invite.inviteId, invite.approver, invite.operator].some((name) => name.length > maxNameLength)) {
+      return { code: 'INVITE_INVALID', reason: `names are at most ${maxNameLength} characters` };
+    }
+    if (this.invites.has(invite.inviteId) || this.usedInvite(invite.inviteId)) {
+      return { code: 'INVITE_EXISTS', reason: 'an invite with this id exists' };
+    }
+    const expiresAtMs = Date.parse(invite.expiresAt);
+    if (Number.isNaN(expiresAtMs)) return { code: 'INVITE_INVALID', reason: 'expiresAt is not an ISO time' };
+    if (expiresAtMs <= nowMs) return { code: 'INVITE_EXPIRED', reason: 'the invite has expired' };
+    if (expiresAtMs - nowMs > maxInviteValidityMs) {
+      return { code: 'INVITE_INVALID', reason: 'an invite is valid for at most 7 days' };
+    }
+    return undefined;
+  }
+
+  addInvite(signed: SignedInvite, nowMs: number): void {
+    this.invites.set(signed.invite.inviteId, { invite: signed, addedAt: new Date(nowMs).toISOString() });
+  }
+
+  enrolmentRefusal(signed: SignedEnrolment, nowMs: number): Refusal | undefined {
+    if (!isSignedEnrolment(signed)) return { code: 'SIGNATURE_INVALID', reason: 'not a signed enrolment' };
+    const { enrolment } = signed;
+    const held = this.invites.get(enrolment.inviteId);
+    if (this.usedInvite(enrolment.inviteId) || held?.usedBy !== undefined) {
+      return { code: 'INVITE_USED', reason: 'this invite was used already; ask an operator for a new one' };
+    }
+    if (!held) return { code: 'INVITE_UNKNOWN', reason: 'no such invite' };
+    if (Date.parse(held.invite.invite.expiresAt) <= nowMs) {
+      return { code: 'INVITE_EXPIRED', reason: 'the invite has expired; ask an operator for a new one' };
+    }
+    if (enrolment.label.length > maxNameLength) {
+      return { code: 'SIGNATURE_INVALID', reason: `a label is at most ${maxNameLength} characters` };
+    }
+    const verdict = verifyEnrolment({ invite: held.invite.invite, enrolment: signed });
+    if (!verdict.ok) return { code: 'SIGNATURE_INVALID', reason: verdict.reason };
+    if (this.keys.has(verdict.key.keyId))
+      return { code: 'KEY_EXISTS', reason: 'this key is enrolled already' };
+    return undefined;
+  }
+
+  enrol(signed: SignedEnrolment, nowMs: number): ApproverKeyView {
+    const { enrolment } = signed;
+    const held = this.invites.get(enrolment.inviteId) as InviteView;
+    const key: ApproverKeyView = {
+      keyId: keyIdOf(enrolment.publicKeyHex),
+      approver: enrolment.approver,
+      publicKeyHex: enrolment.publicKeyHex,
+      label: enrolment.label,
+      inviteId: enrolment.inviteId,
+      invitedBy: held.invite.invite.operator,
+      enrolledAt: new Date(nowMs).toISOString(),
+      invite: held.invite,
+      enrolment: signed,
+    };
+    held.usedBy = key.keyId;
+    this.keys.set(key.keyId, key);
+    return key;
+  }
+
+  revocationRefusal(signed: SignedKeyRevocation): Refusal | undefined {
+    if (!isSignedKeyRevocation(signed))
+      return { code: 'SIGNATURE_INVALID', reason: 'not a signed revocation' };
+    const key = this.keys.get(signed.revocation.keyId);
+    if (!key) return { code: 'KEY_UNKNOWN', reason: 'no such key' };
+    if (key.revoked) return { code: 'KEY_REVOKED', reason: 'this key is revoked already' };
+    if (signed.revocation.reason.length > 1000) {
+      return { code: 'SIGNATURE_INVALID', reason: 'a reason is at most 1,000 characters' };
+    }
+    return undefined;
+  }
+
+  revoke(signed: SignedKeyRevocation, nowMs: number): ApproverKeyView {
+    const key = this.keys.get(signed.revocation.keyId) as ApproverKeyView;
+    const { operator, reason } = signed.revocation;
+    key.revoked = { at: new Date(nowMs).toISOString(), operator, reason };
+    return key;
+  }
+
+  view(): ApproverKeysView {
+    return { invites: [...this.invites.values()], keys: [...this.keys.values()] };
+  }
+
+  /** What the next run starts with: every key, and the invites not long expired (an expired invite enrols nothing). */
+  carry(nowMs: number): ApproverKeysView {
+    const invites = [...this.invites.values()].filter(
+      (held) => Date.parse(held.invite.invite.expiresAt) + expiredInvitesKeptMs > nowMs,
+    );
+    return { invites, keys: [...this.keys.values()] };
+  }
+
+  /** An invite is used once a key was enrolled with it, even after the invite itself was dropped. */
+  private usedInvite(inviteId: string): boolean {
+    for (const key of this.keys.values()) if (key.inviteId === inviteId) return true;
+    return false;
+  }
+}
+
+/**
+ * The approver-key registry: one long-lived workflow per task queue (started on first use by
+ * update-with-start) holding operator-signed invites and the keys enrolled through them. Validators
+ * refuse with stable codes before anything is recorded; an operator's signature is checked against
+ * the worker's current policy by a recorded local activity. Every attempt is audited through the
+ * worker's sink. State crosses continue-as-new only from the registry's own previous run: a run
+ * started with forged state starts empty (every enrolled key then unknown: it fails closed).
+ */
+export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promise<void> {
+  const carried = workflowInfo().continuedFromExecutionRunId !== undefined ? input.carried : undefined;
+  const registry = new ApproverKeyRegistry(carried);
+  const sinks = proxySinks<ToolGateSinks>();
+  const threshold = Math.max(1, input.continueAsNewAfter ?? 500);
+  let changes = 0;
+
+  const audit = (event: Omit<RegistryEvent, 'updateId' | 'at'>): void => {
+    sinks.audit.registryEvent({
+      ...event,
+      updateId: currentUpdateInfo()?.id ?? '(none)',
+      at: new Date(Date.now()).toISOString(),
+    });
+  };
+  const refuse = (refusal: Refusal, event: Omit<RegistryEvent, 'updateId' | 'at' | 'outcome' | 'detail'>) => {
+    audit({ ...event, outcome: refusal.code, detail: refusal.reason });
+    return ApplicationFailure.create({
+      type: refusal.code,
+      message: `${refusal.code}: ${refusal.reason}`,
+      nonRetryable: true,
+    });
+  };
+  const operatorRefusal = (verdict: OperatorRequestVerdict): Refusal | undefined =>
+    verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
+  const askPolicy = async (check: Parameters<ApproverKeyActivities['checkOperatorSignature']>[0]) => {
+    try {
+      return operatorRefusal(await operatorChecks.checkOperatorSignature(check));
+    } catch {
+      return { code: 'OPERATOR_UNKNOWN' as const, reason: 'the policy could not be read; try again' };
+    }
+  };
+
+  setHandler(approverKeysQuery, () => registry.view());
+
+  setHandler(
+    addInviteUpdate,
+    async (signed): Promise<RegistryReceipt> => {
+      const { invite } = signed;
+      const about = { action: 'addInvite' as const, ...inviteFields(signed) };
+      const refusal =
+        (await askPolicy({
+          kind: 'invite',
+          value: invite,
+          signature: signed.signature,
+          operator: invite.operator,
+          approver: invite.approver,
+        })) ?? registry.inviteRefusal(signed, Date.now());
+      if (refusal) throw refuse(refusal, about);
+      registry.addInvite(signed, Date.now());
+      changes++;
+      audit({ ...about, outcome: 'accepted', detail: `valid until ${invite.expiresAt}` });
+      return { accepted: true, inviteId: invite.inviteId };
+    },
+    {
+      validator: (signed: SignedInvite) => {
+        const refusal = registry.inviteRefusal(signed, Date.now());
+        if (refusal) throw refuse(refusal, { action: 'addInvite', ...inviteFields(signed) });
+      },
+    },
+  );
+
+  setHandler(
+    enrolKeyUpdate,
+    (signed): Promise<RegistryReceipt> => {
+      // Synchronous: no other change can come between the validator's checks and this one.
+      const about = { action: 'enrolKey' as const, ...enrolmentFields(signed) };
+      const refusal = registry.enrolmentRefusal(signed, Date.now());
+      if (refusal) throw refuse(refusal, about);
+      const key = registry.enrol(signed, Date.now());
+      changes++;
+      audit({
+        ...about,
+        operator: key.invitedBy,
+        keyId: key.keyId,
+        outcome: 'accepted',
+        detail: `label "${key.label}"`,
+      });
+      return Promise.resolve({ accepted: true, keyId: key.keyId });
+    },
+    {
+      validator: (signed: SignedEnrolment) => {
+        const refusal = registry.enrolmentRefusal(signed, Date.now());
+        if (refusal) throw refuse(refusal, { action: 'enrolKey', ...enrolmentFields(signed) });
+      },
+    },
+  );
+
+  setHandler(
+    revokeKeyUpdate,
+    async (signed): Promise<RegistryReceipt> => {
+      const { revocation } = signed;
+      const about = { action: 'revokeKey' as const, ...revocationFields(signed) };
+      const refusal =
+        (await askPolicy({
+          kind: 'key-revocation',
+          value: revocation,
+          signature: signed.signature,
+          operator: revocation.operator,
+        })) ?? registry.revocationRefusal(signed);
+      if (refusal) throw refuse(refusal, about);
+      const key = registry.revoke(signed, Date.now());
+      changes++;
+      audit({ ...about, approver: key.approver, outcome: 'accepted', detail: revocation.reason });
+      return { accepted: true, keyId: key.keyId };
+    },
+    {
+      validator: (signed: SignedKeyRevocation) => {
+        const refusal = registry.revocationRefusal(signed);
+        if (refusal) throw refuse(refusal, { action: 'revokeKey', ...revocationFields(signed) });
+      },
+    },
+  );
+
+  await condition(() => changes >= threshold || workflowInfo().continueAsNewSuggested);
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof toolgateApproverKeys>({
+    carried: registry.carry(Date.now()),
+    continueAsNewAfter: threshold,
+  });
+}
+
+// What an attempt names, read defensively: a refused attempt may have any shape.
+function inviteFields(signed: unknown): Pick<RegistryEvent, 'operator' | 'approver' | 'inviteId'> {
+  const invite = (signed as { invite?: Record<string, unknown> } | null)?.invite;
+  return pickStrings(invite, { operator: 'operator', approver: 'approver', inviteId: 'inviteId' });
+}
+
+function enrolmentFields(signed: unknown): Pick<RegistryEvent, 'approver' | 'inviteId' | 'keyId'> {
+  const enrolment = (signed as { enrolment?: Record<string, unknown> } | null)?.enrolment;
+  const picked = pickStrings(enrolment, { approver: 'approver', inviteId: 'inviteId' });
+  const publicKeyHex = enrolment?.publicKeyHex;
+  return typeof publicKeyHex === 'string' ? { ...picked, keyId: keyIdOf(publicKeyHex) } : picked;
+}
+
+function revocationFields(signed: unknown): Pick<RegistryEvent, 'operator' | 'keyId'> {
+  const revocation = (signed as { revocation?: Record<string, unknown> } | null)?.revocation;
+  return pickStrings(revocation, { operator: 'operator', keyId: 'keyId' });
+}
+
+function pickStrings<K extends string>(
+  source: Record<string, unknown> | undefined,
+  fields: Record<K, string>,
+): Partial<Record<K, string>> {
+  const picked: Partial<Record<K, string>> = {};
+  for (const [name, field] of Object.entries(fields) as [K, string][]) {
+    const value = source?.[field];
+    if (typeof value === 'string') picked[name] = value.slice(0, maxNameLength);
+  }
+  return picked;
+}
