@@ -1,15 +1,19 @@
-// The MCP server over Streamable HTTP, on node:http: one SDK transport and one governed server per
-// MCP session. Each request is checked before anything runs (Host, Origin, bearer token); the token
-// names the caller; the MCP session id is the toolgate session, bound to the token that opened it.
-// What one token holder can take is bounded: sessions per token and in all, and the body read to
-// open one.
+// The MCP server over Streamable HTTP, on Hono: one SDK transport (web-standard Request and Response)
+// and one governed server per MCP session. Each request is checked before anything runs (Host, Origin,
+// bearer token); the token names the caller; the MCP session id is the toolgate session, bound to the
+// token that opened it. What one token holder can take is bounded: sessions per token and in all, and
+// the body read to open one.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { Hono } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ToolGateClient } from '../client';
 import { ConfigurationError } from '../policy/load-policy';
 import {
@@ -69,13 +73,34 @@ const sweepEveryMs = 5_000;
 const shownTokenIdDigits = 12;
 
 interface McpSession {
-  transport: StreamableHTTPServerTransport;
+  transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   caller: string;
   /** The token that opened the session: the only one its requests may carry. */
   tokenId: string;
   lastUsedAt: number;
 }
+
+/** What the checks before a request's route hand on: the caller its bearer token stands for. */
+type McpHttpEnv = { Variables: { principal: McpTokenPrincipal } };
+
+/**
+ * What a browser page on an allowed origin (refused before, otherwise) needs to call and read the
+ * answer; its preflight carries no credentials: it learns what it may send (204), and nothing runs.
+ */
+const allowBrowser = cors({
+  origin: (origin) => origin || null,
+  allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+  allowHeaders: [
+    'Authorization',
+    'Content-Type',
+    'Accept',
+    'Mcp-Session-Id',
+    'Mcp-Protocol-Version',
+    'Last-Event-ID',
+  ],
+  exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate'],
+});
 
 /**
  * Starts the MCP server over Streamable HTTP (loopback by default). Checks at start-up what would
@@ -92,8 +117,9 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
   const maxSessions = positiveInteger('maxSessions', options.maxSessions ?? 256);
   const idleSessionMs = positiveInteger('idleSessionMs', options.idleSessionMs ?? 30 * 60_000);
   const sessions = new Map<string, McpSession>();
-  /** Sessions being opened (an initialize in flight), per token: counted against the caps too. */
-  const opening = new Map<string, number>();
+  /** Sessions being opened (an initialize in flight), one entry each: counted against the caps too. */
+  const opening = new Set<{ tokenId: string }>();
+  /** Known once the port is. */
   let allowedOrigins = new Set<string>();
 
   const closeSession = async (id: string, why: string): Promise<void> => {
@@ -106,104 +132,12 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
       .close()
       .catch((error: unknown) => log(`closing MCP session ${id}: ${String(error)}`));
   };
-  /** True, and the session closed, when the verifier says its token no longer verifies. */
-  const closedForRevocation = (id: string, session: McpSession): boolean => {
-    if (options.tokens.isActive?.(session.tokenId) !== false) return false;
+  /** True, and the session closed, when the verifier says the token that opened it no longer verifies. */
+  const closedForRevocation = (id: string): boolean => {
+    const session = sessions.get(id);
+    if (!session || options.tokens.isActive?.(session.tokenId) !== false) return false;
     void closeSession(id, `its token ${shortId(session.tokenId)} was revoked`);
     return true;
-  };
-  const openCount = (tokenId: string): number => {
-    let count = opening.get(tokenId) ?? 0;
-    for (const session of sessions.values()) if (session.tokenId === tokenId) count += 1;
-    return count;
-  };
-  const openingTotal = (): number => [...opening.values()].reduce((sum, count) => sum + count, 0);
-
-  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-    // What the log says of a request: never its headers (the token), nor its query.
-    const requestLine = `${request.method ?? '?'} ${path}`;
-    if (path !== endpointPath) {
-      return reply(response, 404, { error: `not found; the MCP endpoint is ${endpointPath}` });
-    }
-    if (!hostAllowed({ hostHeader: request.headers.host, boundHost: host })) {
-      log(`refused ${requestLine} for host ${JSON.stringify(request.headers.host ?? '')} (403)`);
-      return reply(response, 403, { error: 'forbidden: this server answers to its loopback names only' });
-    }
-    const origin = request.headers.origin;
-    if (!originAllowed({ origin, allowed: allowedOrigins })) {
-      log(`refused ${requestLine} from origin ${JSON.stringify(origin)} (403)`);
-      return reply(response, 403, {
-        error: 'forbidden: this origin is not allowed (config mcp.allowedOrigins)',
-      });
-    }
-    if (origin !== undefined) allowBrowser({ response, origin });
-    // A browser's preflight carries no credentials: it learns what it may send, and nothing runs.
-    if (request.method === 'OPTIONS') return reply(response, 204);
-    const sessionId = request.headers['mcp-session-id'];
-    const named = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
-    // A session whose token was revoked ends now, whoever asks.
-    const session = named && !closedForRevocation(sessionId as string, named) ? named : undefined;
-    const token = bearerTokenOf(request.headers.authorization);
-    const principal = token !== undefined ? verified(options.tokens, token) : undefined;
-    if (!principal) {
-      log(
-        `refused ${requestLine}: ${
-          token === undefined
-            ? 'no bearer token'
-            : `unknown or revoked token (sha256 ${mcpTokenHash(token).slice(0, shownTokenIdDigits)}...)`
-        } (401)`,
-      );
-      response.setHeader(
-        'WWW-Authenticate',
-        token === undefined ? 'Bearer realm="toolgate"' : 'Bearer realm="toolgate", error="invalid_token"',
-      );
-      return reply(response, 401, {
-        error:
-          'unauthorized: send Authorization: Bearer <token> (toolgate mcp token --caller NAME makes one)',
-      });
-    }
-    if (typeof sessionId === 'string') {
-      // A session answers to the token that opened it only: for any other token, even one of the same
-      // caller, it is as unknown as one that never existed.
-      if (!session || session.tokenId !== principal.tokenId) {
-        log(`refused ${requestLine}: no MCP session ${sessionId.slice(0, 64)} for this token (404)`);
-        return replyRpcError({ response, status: 404, code: -32001, message: 'Session not found' });
-      }
-      session.lastUsedAt = Date.now();
-      return session.transport.handleRequest(request, response);
-    }
-    if (request.method !== 'POST') {
-      return replyRpcError({
-        response,
-        status: 400,
-        code: -32000,
-        message: 'Bad Request: no valid MCP session id; initialize first',
-      });
-    }
-    // An initialize comes alone: a batch is refused before any of it is read as JSON.
-    const body = await readJsonBody({ request, refuseBatch: true });
-    if (!body.ok) return replyRpcError({ response, ...body });
-    if (!isInitializeRequest(body.value)) {
-      return replyRpcError({
-        response,
-        status: 400,
-        code: -32000,
-        message: 'Bad Request: no valid MCP session id; initialize first',
-      });
-    }
-    const refusal = sessionCapRefusal(principal.tokenId);
-    if (refusal) {
-      log(`refused ${requestLine} for ${principal.caller}: ${refusal.log} (429)`);
-      return replyRpcError({
-        response,
-        status: 429,
-        code: -32000,
-        message: refusal.message,
-        ...requestIdOf(body.value),
-      });
-    }
-    await openSession({ request, response, body: body.value, principal });
   };
 
   /** Why a new session may not open now (a cap reached), or undefined. */
@@ -211,13 +145,14 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
     const close =
       'close the MCP sessions you no longer use (an HTTP DELETE with their Mcp-Session-Id header) or wait ' +
       `until unused ones are closed (after ${Math.ceil(idleSessionMs / 60_000)} min idle), then initialize again`;
-    if (openCount(tokenId) >= maxSessionsPerToken) {
+    const ofToken = [...sessions.values(), ...opening].filter((session) => session.tokenId === tokenId);
+    if (ofToken.length >= maxSessionsPerToken) {
       return {
         message: `Too many MCP sessions open for this token (at most ${maxSessionsPerToken}): ${close}`,
         log: `token ${shortId(tokenId)} has ${maxSessionsPerToken} sessions open`,
       };
     }
-    if (sessions.size + openingTotal() >= maxSessions) {
+    if (sessions.size + opening.size >= maxSessions) {
       return {
         message: `Too many MCP sessions open on this server (at most ${maxSessions}): ${close}`,
         log: `${maxSessions} sessions open`,
@@ -226,30 +161,66 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
     return undefined;
   };
 
-  const openSession = async (input: {
-    request: IncomingMessage;
-    response: ServerResponse;
-    body: unknown;
-    principal: McpTokenPrincipal;
-  }): Promise<void> => {
-    const { caller, tokenId } = input.principal;
+  /** A foreign Host (a DNS-rebinding page) or Origin is refused before anything else is looked at. */
+  const refuseForeignHostOrOrigin: MiddlewareHandler<McpHttpEnv> = async (c, next) => {
+    const hostHeader = c.req.header('host');
+    if (!hostAllowed({ hostHeader, boundHost: host })) {
+      log(`refused ${requestLine(c)} for host ${JSON.stringify(hostHeader ?? '')} (403)`);
+      return c.json({ error: 'forbidden: this server answers to its loopback names only' }, 403);
+    }
+    const origin = c.req.header('origin');
+    if (!originAllowed({ origin, allowed: allowedOrigins })) {
+      log(`refused ${requestLine(c)} from origin ${JSON.stringify(origin)} (403)`);
+      return c.json({ error: 'forbidden: this origin is not allowed (config mcp.allowedOrigins)' }, 403);
+    }
+    return next();
+  };
+
+  /** Ends a named session whose token was revoked, whoever asks; then lets through a known token only. */
+  const authenticate: MiddlewareHandler<McpHttpEnv> = async (c, next) => {
+    // A session whose token was revoked ends now, whoever asks.
+    const sessionId = c.req.header('mcp-session-id');
+    if (sessionId !== undefined) closedForRevocation(sessionId);
+    const token = bearerTokenOf(c.req.header('authorization'));
+    const principal = token === undefined ? undefined : verified(options.tokens, token);
+    if (!principal) {
+      // The log names a token by its hash's first digits, never by the token.
+      const why =
+        token === undefined
+          ? 'no bearer token'
+          : `unknown or revoked token (sha256 ${mcpTokenHash(token).slice(0, shownTokenIdDigits)}...)`;
+      log(`refused ${requestLine(c)}: ${why} (401)`);
+      const challenge = `Bearer realm="toolgate"${token === undefined ? '' : ', error="invalid_token"'}`;
+      const fix = 'send Authorization: Bearer <token> (toolgate mcp token --caller NAME makes one)';
+      return c.json({ error: `unauthorized: ${fix}` }, 401, { 'WWW-Authenticate': challenge });
+    }
+    c.set('principal', principal);
+    return next();
+  };
+
+  /** Opens a session for an initialize sent alone, within the caps; answers anything else without a session 400. */
+  const openSession = async (c: Context<McpHttpEnv>): Promise<Response> => {
+    if (c.req.method !== 'POST') return rpcError(c, noSession);
+    // An initialize comes alone: a batch is refused before any of it is read as JSON.
+    const body = await readInitializeBody(c.req.raw);
+    if (!body.ok) return rpcError(c, body);
+    if (!isInitializeRequest(body.value)) return rpcError(c, noSession);
+    const { caller, tokenId } = c.get('principal');
+    const refusal = sessionCapRefusal(tokenId);
+    if (refusal) {
+      log(`refused ${requestLine(c)} for ${caller}: ${refusal.log} (429)`);
+      return rpcError(c, { status: 429, code: -32000, message: refusal.message, ...requestIdOf(body.value) });
+    }
     // Counted as opening until the session exists, then as open: never both, never neither.
-    opening.set(tokenId, (opening.get(tokenId) ?? 0) + 1);
-    let counted = true;
-    const stopCounting = (): void => {
-      if (!counted) return;
-      counted = false;
-      const left = (opening.get(tokenId) ?? 1) - 1;
-      if (left > 0) opening.set(tokenId, left);
-      else opening.delete(tokenId);
-    };
+    const pending = { tokenId };
+    opening.add(pending);
     try {
       // The MCP session id is the toolgate session: random, so no client can pick one that exists.
-      const transport = new StreamableHTTPServerTransport({
+      const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => `mcp-${randomUUID()}`,
         onsessioninitialized: (id) => {
           sessions.set(id, { transport, server, caller, tokenId, lastUsedAt: Date.now() });
-          stopCounting();
+          opening.delete(pending);
           log(`MCP session ${id} opened for ${caller} (token ${shortId(tokenId)})`);
         },
       });
@@ -262,22 +233,40 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
       };
       const server = createToolGateMcpServer({ client: options.client, caller, log });
       await server.connect(transport);
-      await transport.handleRequest(input.request, input.response, input.body);
+      const response = await transport.handleRequest(c.req.raw, { parsedBody: body.value });
       // An initialize the transport refused opened no session: nothing keeps this pair.
       if (transport.sessionId === undefined) await server.close();
+      return response;
     } finally {
-      stopCounting();
+      opening.delete(pending);
     }
   };
 
-  const httpServer: HttpServer = createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => {
-      log(`MCP request failed: ${String(error)}`);
-      if (!response.headersSent) {
-        replyRpcError({ response, status: 500, code: -32603, message: 'Internal error' });
-      } else response.end();
-    });
+  const app = new Hono<McpHttpEnv>();
+  app.notFound((c) => c.json({ error: `not found; the MCP endpoint is ${endpointPath}` }, 404));
+  app.onError((error, c) => {
+    log(`MCP request failed: ${String(error)}`);
+    return rpcError(c, { status: 500, code: -32603, message: 'Internal error' });
   });
+  app.use(endpointPath, refuseForeignHostOrOrigin, allowBrowser, authenticate);
+  app.all(endpointPath, (c) => {
+    const sessionId = c.req.header('mcp-session-id');
+    if (sessionId === undefined) return openSession(c);
+    // A session answers to the token that opened it only: for any other token, even one of the same
+    // caller, it is as unknown as one that never existed.
+    const session = sessions.get(sessionId);
+    if (!session || session.tokenId !== c.get('principal').tokenId) {
+      log(`refused ${requestLine(c)}: no MCP session ${sessionId.slice(0, 64)} for this token (404)`);
+      return rpcError(c, { status: 404, code: -32001, message: 'Session not found' });
+    }
+    session.lastUsedAt = Date.now();
+    return session.transport.handleRequest(c.req.raw);
+  });
+
+  // A library must not swap the process's global Request and Response (node-server's default). A request
+  // without a Host header is built as if sent to localhost; the Host check still sees none.
+  const listener = getRequestListener(app.fetch, { hostname: 'localhost', overrideGlobalObjects: false });
+  const httpServer = createServer((request, response) => void listener(request, response));
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
     httpServer.listen(options.port, host, () => {
@@ -301,7 +290,7 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
     () => {
       const now = Date.now();
       for (const [id, session] of sessions) {
-        if (closedForRevocation(id, session)) continue;
+        if (closedForRevocation(id)) continue;
         if (now - session.lastUsedAt > idleSessionMs) void closeSession(id, 'idle');
       }
     },
@@ -322,6 +311,11 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
         await closed;
       })()),
   };
+}
+
+/** What a log line says of a request: never its headers (the token), nor its query. */
+function requestLine(c: Context): string {
+  return `${c.req.method} ${c.req.path}`;
 }
 
 /** The verifier's answer, checked: a principal without a token id could not bind a session. */
@@ -352,112 +346,95 @@ function positiveInteger(name: string, value: number): number {
   return value;
 }
 
-/** What a browser page on an allowed origin needs to call and read the answer. */
-function allowBrowser(input: { response: ServerResponse; origin: string }): void {
-  const { response } = input;
-  response.setHeader('Access-Control-Allow-Origin', input.origin);
-  response.setHeader('Vary', 'Origin');
-  response.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
-  response.setHeader(
-    'Access-Control-Allow-Headers',
-    'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID',
-  );
-  response.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id, WWW-Authenticate');
-}
-
-function reply(response: ServerResponse, status: number, body?: Record<string, unknown>): void {
-  if (body === undefined) {
-    response.writeHead(status).end();
-    return;
-  }
-  response.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
-}
-
-/** A JSON-RPC error as the HTTP answer; `id` echoes the request's when it is known. */
-function replyRpcError(input: {
-  response: ServerResponse;
-  status: number;
+/** A JSON-RPC error, as the SDK's transport answers them. */
+interface RpcError {
+  status: ContentfulStatusCode;
   code: number;
   message: string;
+  /** The request's id, when it is known. */
   id?: string | number;
-}): void {
-  input.response
-    // A body left unread (too large) must not be parsed as the next request on this connection.
-    .writeHead(input.status, {
-      'Content-Type': 'application/json',
-      ...(input.status === 413 ? { Connection: 'close' } : {}),
-    })
-    .end(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        error: { code: input.code, message: input.message },
-        id: input.id ?? null,
-      }),
-    );
 }
 
-type BodyRefusal = { ok: false; status: number; code: number; message: string };
+/** What a request without a session that is not an initialize gets. */
+const noSession: RpcError = {
+  status: 400,
+  code: -32000,
+  message: 'Bad Request: no valid MCP session id; initialize first',
+};
+
+/** The one JSON-RPC error answer. After a 413 the rest of the body is still arriving; closing the connection stops it. */
+function rpcError(c: Context, error: RpcError): Response {
+  return c.json(
+    { jsonrpc: '2.0', error: { code: error.code, message: error.message }, id: error.id ?? null },
+    error.status,
+    error.status === 413 ? { connection: 'close' } : undefined,
+  );
+}
 
 /**
- * Reads a request's body as JSON, up to {@link maxBodyBytes}; beyond, the answer is 413 and the rest is
- * dropped. With `refuseBatch`, a body whose first character is `[` is answered 400 without being kept
- * or parsed: the rest is read and dropped, never scanned.
+ * Reads the body of a request that would open a session, as JSON, up to {@link maxBodyBytes}; beyond,
+ * the answer is 413 and the rest is drained. A body whose first character is `[` (a batch) is answered
+ * 400 without being kept or parsed: the rest is read and dropped, never scanned.
  */
-function readJsonBody(input: {
-  request: IncomingMessage;
-  refuseBatch: boolean;
-}): Promise<{ ok: true; value: unknown } | BodyRefusal> {
-  const { request } = input;
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    /** undefined until the first character that is not whitespace is seen. */
-    let batch: boolean | undefined;
-    request.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
+async function readInitializeBody(
+  request: Request,
+): Promise<{ ok: true; value: unknown } | (RpcError & { ok: false })> {
+  // Node's Request types its body as a stream of `any`; the bytes of a request body are Uint8Arrays.
+  const reader = request.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  /** undefined until the first character that is not whitespace is seen. */
+  let batch: boolean | undefined;
+  try {
+    while (reader) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
       if (size > maxBodyBytes) {
-        settled = true;
-        resolve({
+        void drain(reader);
+        return {
           ok: false,
           status: 413,
           code: -32600,
           message: `request body larger than ${maxBodyBytes} bytes`,
-        });
-        return;
+        };
       }
       if (batch === undefined) {
-        const first = chunk.findIndex((byte) => !jsonWhitespace.has(byte));
-        if (first >= 0) batch = input.refuseBatch && chunk[first] === 0x5b; // '['
+        const first = value.findIndex((byte) => !jsonWhitespace.has(byte));
+        if (first >= 0) batch = value[first] === 0x5b; // '['
       }
-      if (batch !== true) chunks.push(chunk);
-    });
-    request.on('error', () => {
-      if (settled) return;
-      settled = true;
-      resolve({ ok: false, status: 400, code: -32600, message: 'the request body could not be read' });
-    });
-    request.on('end', () => {
-      if (settled) return;
-      settled = true;
-      if (batch === true) {
-        resolve({
-          ok: false,
-          status: 400,
-          code: -32600,
-          message:
-            'Bad Request: a batch (JSON array) cannot open an MCP session; send the initialize request alone',
-        });
-        return;
-      }
-      try {
-        resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-      } catch {
-        resolve({ ok: false, status: 400, code: -32700, message: 'Parse error: the body is not JSON' });
-      }
-    });
-  });
+      if (batch !== true) chunks.push(value);
+    }
+  } catch {
+    // The client went away mid-body: nobody reads this answer.
+    return { ok: false, status: 400, code: -32600, message: 'the request body could not be read' };
+  }
+  if (batch === true) {
+    return {
+      ok: false,
+      status: 400,
+      code: -32600,
+      message:
+        'Bad Request: a batch (JSON array) cannot open an MCP session; send the initialize request alone',
+    };
+  }
+  try {
+    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { ok: false, status: 400, code: -32700, message: 'Parse error: the body is not JSON' };
+  }
+}
+
+/**
+ * Reads the rest of an oversized body and drops it; never rejects. Cancelling instead would leave it
+ * unread, and a socket closed with unread data resets, so the client might never see the 413.
+ */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // The connection closed: nothing is left to drain.
+  }
 }
 
 /** JSON's whitespace: space, tab, line feed, carriage return. */
