@@ -7,6 +7,7 @@ import type { LoadedConfig } from '../config';
 import type { KeyOwner } from '../keys/key-files';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import { loadPolicyFile } from '../policy/load-policy';
+import type { LoadedPolicy } from '../policy/load-policy';
 import { defaultTaskQueue } from '../shared/temporal';
 import { createToolRegistry } from '../tools/tool-registry';
 
@@ -67,15 +68,25 @@ export function configOf(options: GlobalOptions): LoadedConfig {
   return loadConfig({ path: candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]! });
 }
 
-/** Runs `use` with a client for the configured tools and policy; closes the connection either way. */
+/**
+ * Runs `use` with a client for the configured tools and policy (loaded here unless `loaded` gives
+ * them); closes the connection either way. Caller keys are read at each call, so a rotated key counts
+ * at once.
+ */
 export async function withClient<T>(
   options: GlobalOptions,
-  use: (client: ToolGateClient) => Promise<T>,
+  use: (client: ToolGateClient, context: { settings: ReturnType<typeof connectionSettings> }) => Promise<T>,
+  loaded?: { config: LoadedConfig; policy: LoadedPolicy },
 ): Promise<T> {
-  const config = configOf(options);
+  const config = loaded?.config ?? configOf(options);
   const settings = connectionSettings(options, config);
-  const registry = createToolRegistry({ tools: config.tools });
-  const policy = loadPolicyFile({ path: config.policyPath, registry, keysDirectory: config.keysDirectory });
+  const policy =
+    loaded?.policy ??
+    loadPolicyFile({
+      path: config.policyPath,
+      registry: createToolRegistry({ tools: config.tools }),
+      keysDirectory: config.keysDirectory,
+    });
   const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
   try {
     const client = new ToolGateClient({
@@ -85,7 +96,7 @@ export async function withClient<T>(
       policy,
       callerKey: (caller) => privateKeyOf({ config, owner: { kind: 'caller', name: caller } }),
     });
-    return await use(client);
+    return await use(client, { settings });
   } finally {
     await connection.close();
   }

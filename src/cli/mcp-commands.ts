@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { ToolGateClient } from '../client';
 import type { LoadedConfig } from '../config';
 import { keyPaths } from '../keys/key-files';
 import { authorityOf } from '../mcp/http-access';
@@ -16,7 +14,7 @@ import type { LoadedPolicy } from '../policy/load-policy';
 import { loadPolicyFile } from '../policy/load-policy';
 import { createToolRegistry } from '../tools/tool-registry';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
-import { commandAction, configOf, connectionSettings, privateKeyOf } from './cli-context';
+import { commandAction, configOf, privateKeyOf, withClient } from './cli-context';
 
 // `--caller` is declared on `mcp` itself, so `mcp token --caller X` reads it from there: commander
 // hands a parent's option to the parent wherever it stands (the program's options are not positional).
@@ -116,25 +114,29 @@ async function stdioCommand(input: { options: McpOptions; context: CliContext })
     return 2;
   }
   const session = options.session ?? `mcp-${randomUUID()}`;
-  return withClients({ options, config, policy }, async ({ client, settings }) => {
-    const server = createToolGateMcpServer({
-      client,
-      caller,
-      session,
-      log: (line) => output.error(line),
-    });
-    const closed = untilClosed({ signal: context.signal, stdin: true });
-    server.onclose = closed.close;
-    // The transport reads stdin and writes stdout; nothing else of this process may write there.
-    await server.connect(new StdioServerTransport());
-    output.error(
-      `toolgate MCP server on stdio: caller ${caller}, session ${session}, ` +
-        `Temporal at ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue})`,
-    );
-    await closed.promise;
-    await server.close();
-    return 0;
-  });
+  return withClient(
+    options,
+    async (client, { settings }) => {
+      const server = createToolGateMcpServer({
+        client,
+        caller,
+        session,
+        log: (line) => output.error(line),
+      });
+      const closed = untilClosed({ signal: context.signal, stdin: true });
+      server.onclose = closed.close;
+      // The transport reads stdin and writes stdout; nothing else of this process may write there.
+      await server.connect(new StdioServerTransport());
+      output.error(
+        `toolgate MCP server on stdio: caller ${caller}, session ${session}, ` +
+          `Temporal at ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue})`,
+      );
+      await closed.promise;
+      await server.close();
+      return 0;
+    },
+    { config, policy },
+  );
 }
 
 /** `toolgate mcp http`: the Streamable HTTP server, up until Ctrl-C. */
@@ -153,42 +155,46 @@ async function httpCommand(input: { options: HttpOptions; context: CliContext })
   const tokensPath = config.mcp.tokensPath;
   const host = options.host ?? config.mcp.host ?? '127.0.0.1';
   const port = options.port ?? config.mcp.port ?? defaultMcpPort;
-  return withClients({ options, config, policy }, async ({ client }) => {
-    let server: McpHttpServer;
-    try {
-      server = await startMcpHttpServer({
-        client,
-        tokens: mcpTokenVerifier({ path: tokensPath }),
-        // Every caller's tools are checked at start-up: a schema MCP cannot carry fails here, not later.
-        callers: Object.keys(policy.file.callers),
-        host,
-        port,
-        ...(config.mcp.allowedOrigins ? { allowedOrigins: config.mcp.allowedOrigins } : {}),
-        log: (line) => output.error(line),
-      });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES') throw error;
-      output.error(
-        `toolgate mcp http: cannot listen on ${authorityOf({ host, port })} (${code}); pass --port or --host`,
-      );
-      return 2;
-    }
-    try {
-      output.out(`toolgate MCP server (Streamable HTTP) at ${server.url}`);
-      const tokens = listMcpTokens({ path: tokensPath });
-      output.error(
-        tokens.length
-          ? `tokens from ${tokensPath}: ${tokens.length} (callers: ${[...new Set(tokens.map((token) => token.caller))].join(', ')})`
-          : `no tokens in ${tokensPath} yet: create one with \`toolgate mcp token --caller NAME\``,
-      );
-      await untilClosed({ signal: context.signal, stdin: false }).promise;
-      output.error('stopping the MCP server');
-    } finally {
-      await server.stop();
-    }
-    return 0;
-  });
+  return withClient(
+    options,
+    async (client) => {
+      let server: McpHttpServer;
+      try {
+        server = await startMcpHttpServer({
+          client,
+          tokens: mcpTokenVerifier({ path: tokensPath }),
+          // Every caller's tools are checked at start-up: a schema MCP cannot carry fails here, not later.
+          callers: Object.keys(policy.file.callers),
+          host,
+          port,
+          ...(config.mcp.allowedOrigins ? { allowedOrigins: config.mcp.allowedOrigins } : {}),
+          log: (line) => output.error(line),
+        });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES') throw error;
+        output.error(
+          `toolgate mcp http: cannot listen on ${authorityOf({ host, port })} (${code}); pass --port or --host`,
+        );
+        return 2;
+      }
+      try {
+        output.out(`toolgate MCP server (Streamable HTTP) at ${server.url}`);
+        const tokens = listMcpTokens({ path: tokensPath });
+        output.error(
+          tokens.length
+            ? `tokens from ${tokensPath}: ${tokens.length} (callers: ${[...new Set(tokens.map((token) => token.caller))].join(', ')})`
+            : `no tokens in ${tokensPath} yet: create one with \`toolgate mcp token --caller NAME\``,
+        );
+        await untilClosed({ signal: context.signal, stdin: false }).promise;
+        output.error('stopping the MCP server');
+      } finally {
+        await server.stop();
+      }
+      return 0;
+    },
+    { config, policy },
+  );
 }
 
 /** `toolgate mcp token --caller X`: a new token, printed once with how to use it. */
@@ -335,30 +341,6 @@ function callerProblem(input: {
     return `no private key for caller "${caller}" at ${path}: create one with \`toolgate keys generate --caller ${caller}\``;
   }
   return undefined;
-}
-
-/**
- * Runs `use` with a ToolGateClient on one connection, closed either way. Caller keys are read at each call, so a rotated key counts at once.
- */
-async function withClients<T>(
-  input: { options: GlobalOptions; config: LoadedConfig; policy: LoadedPolicy },
-  use: (clients: { client: ToolGateClient; settings: ReturnType<typeof connectionSettings> }) => Promise<T>,
-): Promise<T> {
-  const { config, policy } = input;
-  const settings = connectionSettings(input.options, config);
-  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
-  try {
-    const client = new ToolGateClient({
-      client: new Client({ connection, namespace: settings.namespace }),
-      tools: config.tools,
-      taskQueue: settings.taskQueue,
-      policy,
-      callerKey: (caller) => privateKeyOf({ config, owner: { kind: 'caller', name: caller } }),
-    });
-    return await use({ client, settings });
-  } finally {
-    await connection.close();
-  }
 }
 
 /**
