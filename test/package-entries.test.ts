@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import * as packageIndex from 'toolgate';
 import * as packageAiSdk from 'toolgate/ai-sdk';
 import * as packageBackend from 'toolgate/backend';
+import * as packageConsole from 'toolgate/console';
 import * as packageMcp from 'toolgate/mcp';
 import * as packageTesting from 'toolgate/testing';
 import { describe, expect, it } from 'vitest';
@@ -34,6 +35,7 @@ describe('package entries', () => {
       './testing': packageTesting,
       './mcp': packageMcp,
       './ai-sdk': packageAiSdk,
+      './console': packageConsole,
     };
     for (const [name, conditions] of entries) {
       const source: unknown = await import(join(projectRoot, conditions['toolgate-source']));
@@ -42,7 +44,14 @@ describe('package entries', () => {
   });
 
   it('names the source first, then the declarations, then the built JavaScript, for every entry', () => {
-    expect(entries.map(([name]) => name)).toEqual(['.', './backend', './testing', './mcp', './ai-sdk']);
+    expect(entries.map(([name]) => name)).toEqual([
+      '.',
+      './backend',
+      './testing',
+      './mcp',
+      './ai-sdk',
+      './console',
+    ]);
     for (const [name, conditions] of entries) {
       // Node and TypeScript take the first matching condition, so the order is the contract.
       expect(Object.keys(conditions), name).toEqual(['toolgate-source', 'types', 'default']);

@@ -1,5 +1,6 @@
 // `npm start`: a Temporal dev server with its Web UI (state kept in .toolgate/), the orders service,
-// a toolgate worker running the orders tools under the default policy, and the MCP server over HTTP.
+// a toolgate worker running the orders tools under the default policy, the MCP server over HTTP and
+// the approvals console.
 // Ctrl-C stops them all.
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -14,6 +15,7 @@ import {
   startToolGateWorker,
   ToolGateClient,
 } from 'toolgate';
+import { startApprovalsConsole } from 'toolgate/console';
 import { createMcpToken, mcpTokenVerifier, startMcpHttpServer } from 'toolgate/mcp';
 import { startDevServer } from 'toolgate/testing';
 import { startOrdersProcess } from './service/orders-process';
@@ -47,14 +49,17 @@ async function main(): Promise<void> {
     const config = loadConfig({ path: resolve(projectRoot, 'toolgate.config.ts') });
     // TOOLGATE_POLICY swaps the policy file, e.g. for examples/orders/policy.unattended.json.
     const policyPath = process.env.TOOLGATE_POLICY ? resolve(process.env.TOOLGATE_POLICY) : config.policyPath;
-    // Development keys: created on first run for every caller and approver the policy names, and the minter.
+    // Development keys: created on first run for every caller, approver and operator the policy names,
+    // and the minter.
     const named = JSON.parse(readFileSync(policyPath, 'utf8')) as {
       callers?: Record<string, unknown>;
       approvers?: Record<string, unknown>;
+      operators?: Record<string, unknown>;
     };
     const owners = [
       ...Object.keys(named.callers ?? {}).map((name) => ({ kind: 'caller' as const, name })),
       ...Object.keys(named.approvers ?? {}).map((name) => ({ kind: 'approver' as const, name })),
+      ...Object.keys(named.operators ?? {}).map((name) => ({ kind: 'operator' as const, name })),
       { kind: 'minter' as const },
     ];
     for (const owner of owners) {
@@ -102,6 +107,20 @@ async function main(): Promise<void> {
       log,
     });
     stops.push(() => mcp.stop());
+    // The approvals console, on this machine only: approvers enrol their browser's key through an
+    // operator's invite link, sign in with it and decide; the console relays what the browser signed.
+    const consolePort = Number(process.env.CONSOLE_PORT ?? 4300);
+    const approvals = await startApprovalsConsole({
+      client: new Client({ connection: mcpConnection, namespace: server.namespace }),
+      taskQueue: defaultTaskQueue,
+      policy,
+      audit: started.audit,
+      host: '127.0.0.1',
+      port: consolePort,
+      log,
+    });
+    stops.push(() => approvals.stop());
+    const operator = Object.keys(policy.operators)[0];
     const mcpCaller = 'support-bot';
     const mcpToken = policy.callerPolicy(mcpCaller)
       ? developmentMcpToken({
@@ -123,6 +142,7 @@ async function main(): Promise<void> {
         `  policy:          ${relative(projectRoot, policyPath)} (${policy.version})`,
         `  audit store:     ${relative(projectRoot, config.auditPath)}`,
         `  MCP server:      ${mcp.url}  (Streamable HTTP; a bearer token names the caller)`,
+        `  approvals:       ${approvals.url}  (approvers sign in with the key their browser enrolled)`,
         ...(mcpToken
           ? [
               `  MCP token:       ${mcpToken.token}  (${mcpCaller}; kept in ${relative(projectRoot, mcpToken.path)})`,
@@ -134,6 +154,10 @@ async function main(): Promise<void> {
         'Try, in another terminal:',
         `  npm run toolgate -- call${address} --caller support-bot --tool get_order --args '{"order_id":"ORD-1001"}'`,
         `  npm run toolgate -- call${address} --caller support-bot --tool refund_order --args '{"order_id":"ORD-1001","amount_cents":25.9,"currency":"BRL","reason":"damaged"}'`,
+        operator
+          ? 'Invite an approver to enrol this browser (open the printed link), then approve in the console:'
+          : 'To approve from the browser, name an operator in the policy ("operators"), then invite an approver:',
+        `  npm run toolgate -- approvers invite alice --as ${operator ?? 'OPERATOR'}${address} --console-url ${approvals.url}`,
         ...(mcpToken
           ? [
               'Or connect an MCP client, e.g. Claude Code:',

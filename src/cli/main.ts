@@ -7,6 +7,7 @@ import { addApproverCommands } from './approver-commands';
 import { addCallCommands } from './call-commands';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
+import { addConsoleCommand } from './console-command';
 import { addDevCommand } from './dev-command';
 import { addKeyCommands } from './key-commands';
 import { addMcpCommands } from './mcp-commands';
@@ -80,6 +81,7 @@ function createProgram(context: CliContext): Command {
   addApprovalCommands(program, context);
   addApproverCommands(program, context);
   addMcpCommands(program, context);
+  addConsoleCommand(program, context);
   return program;
 }
 

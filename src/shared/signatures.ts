@@ -4,7 +4,15 @@ import { canonicalJson } from './canonical-json';
 
 /** What a signature covers; the kind is part of the signed bytes, so one kind can never pass for another. */
 export type SignedKind =
-  'proposal' | 'decision' | 'credential' | 'admission' | 'invite' | 'enrolment' | 'key-revocation';
+  | 'proposal'
+  | 'decision'
+  | 'credential'
+  | 'admission'
+  | 'invite'
+  | 'enrolment'
+  | 'key-revocation'
+  // an approver's browser answering the approvals console's sign-in challenge
+  | 'login';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

@@ -17,7 +17,7 @@ import { launchBrowser, saveScreenshot } from '../support/browser';
 // What the approvals console (issue 12) relies on, proven in Debian's Chromium: WebCrypto Ed25519 keys
 // that cannot leave the browser, kept in IndexedDB, signing bytes toolgate verifies.
 
-/** The modules in test/browser/page/, as the page sees them on `globalThis.toolgateSigning`. */
+/** The console's browser modules, as the test page puts them on `globalThis.toolgateSigning`. */
 interface SigningPage {
   canonicalJson(value: unknown): string;
   sha256Hex(text: string): Promise<string>;
@@ -30,8 +30,11 @@ interface SigningPage {
 }
 type SigningWindow = { toolgateSigning: SigningPage };
 
+// The page's entry is the test's own; the modules it loads are the ones the approvals console serves.
 const pageFolder = join(__dirname, 'page');
+const consoleAssets = join(__dirname, '..', '..', 'src', 'console', 'assets');
 const modules = ['signing-page.mjs', 'canonical-json.mjs', 'signing-keys.mjs'];
+const folderOf = (name: string): string => (name === 'signing-page.mjs' ? pageFolder : consoleAssets);
 const indexHtml = `<!doctype html>
 <html lang="en">
   <head>
@@ -51,7 +54,7 @@ async function startPageServer(): Promise<{ server: Server; origin: string }> {
     ['/', { body: indexHtml, type: 'text/html; charset=utf-8' }],
     ...modules.map((name): [string, { body: string; type: string }] => [
       `/${name}`,
-      { body: readFileSync(join(pageFolder, name), 'utf8'), type: 'text/javascript; charset=utf-8' },
+      { body: readFileSync(join(folderOf(name), name), 'utf8'), type: 'text/javascript; charset=utf-8' },
     ]),
   ]);
   const server = createServer((request, response) => {

@@ -124,6 +124,13 @@ describe('the names each package entry exports', () => {
     ]);
   });
 
+  it('toolgate/console: the approvals web console and the codes it refuses requests with', async () => {
+    expect(Object.keys(await import('toolgate/console')).sort()).toEqual([
+      'consoleRefusalCodes',
+      'startApprovalsConsole',
+    ]);
+  });
+
   it('toolgate/testing: a harness for your own tests, a local Temporal server, and the checks of contracts and policy without one', async () => {
     expect(Object.keys(await import('toolgate/testing')).sort()).toEqual([
       'evaluatePolicy',

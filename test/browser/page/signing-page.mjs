@@ -1,4 +1,5 @@
-// The test page's entry: puts the browser modules where page.evaluate can reach them.
+// The test page's entry: puts the approvals console's browser modules (src/console/assets/)
+// where page.evaluate can reach them.
 import { canonicalJson, sha256Hex } from './canonical-json.mjs';
 import {
   decisionText,

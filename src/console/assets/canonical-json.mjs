@@ -1,7 +1,7 @@
-// Canonical JSON for the browser: the same bytes as toolgate's `canonicalJson` (src/shared/canonical-json.ts),
-// which test/browser/webcrypto-signing.test.ts checks value by value. Plain ES, no imports, so the console
-// can serve it as it is. It recurses where toolgate walks an explicit stack: what the browser
-// canonicalises (a decision envelope) is flat, so no nesting depth reaches the call stack's limit.
+// Canonical JSON for the approver's browser: the same bytes as toolgate's `canonicalJson`
+// (src/shared/canonical-json.ts), which test/browser/webcrypto-signing.test.ts checks value by value.
+// Plain ES, no imports, served by the approvals console as it is. It recurses where toolgate walks an
+// explicit stack: what the browser canonicalises (an envelope, an enrolment, a challenge) is flat.
 /* global crypto, TextEncoder */
 
 /**

@@ -1,0 +1,490 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { getRequestListener } from '@hono/node-server';
+import type { Client } from '@temporalio/client';
+import { Hono } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ApprovalAdmin } from '../admin/approvals';
+import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../admin/approver-keys';
+import type { AuditStore } from '../audit/audit-store';
+import {
+  authorityOf,
+  defaultAllowedOrigins,
+  hostAllowed,
+  isLoopbackHost,
+  originAllowed,
+} from '../mcp/http-access';
+import type { LoadedPolicy } from '../policy/load-policy';
+import type { SignedDecision } from '../shared/approval';
+import type { ApproverKeyView } from '../shared/approver-keys';
+import { isSignedEnrolment, verifyKeyChain } from '../shared/approver-keys';
+import type { ConsoleRefusalCode } from '../shared/codes';
+import { isSignedDecision } from '../shared/decision-rules';
+import { ownValue } from '../shared/own-records';
+import { verifySignature } from '../shared/signatures';
+import { defaultTaskQueue } from '../shared/temporal';
+import { approvalHistory, callState, pendingCalls } from './approval-queue';
+import type { QueueFilter } from './approval-queue';
+import { decisionPermission } from './approver-permissions';
+import type { SignedIn } from './console-pages';
+import {
+  callPage,
+  enrolPage,
+  historyPage,
+  loginPage,
+  problemPage,
+  queueEntries,
+  queuePage,
+} from './console-pages';
+import type { ConsoleSession, LoginChallenge } from './console-sessions';
+import { createSessionStore } from './console-sessions';
+
+/** How to start the approvals console. */
+export interface ApprovalsConsoleOptions {
+  /** A Temporal client on the namespace the workers run in. */
+  client: Client;
+  /** The task queue whose calls and approver-key registry it serves (default `toolgate`). */
+  taskQueue?: string;
+  /** The policy the workers hold: who the approvers are and what each may approve (for the pages). */
+  policy: LoadedPolicy;
+  /** The audit store: the history page reads it, and every relayed decision is logged to it. */
+  audit?: AuditStore;
+  /** The address to listen on (default 127.0.0.1: this machine only; elsewhere, put it behind TLS). */
+  host?: string;
+  /** The port (default 4300; 0 picks a free one). */
+  port?: number;
+  /** The URL browsers use when it is not the listening address (a reverse proxy): its origin is accepted too. */
+  publicUrl?: string;
+  /** How long a session lasts from sign-in (default 15 minutes). */
+  sessionTtlMs?: number;
+  /** How long a sign-in challenge may be answered (default 60 seconds). */
+  challengeTtlMs?: number;
+  log?: (line: string) => void;
+}
+
+/** The running console. */
+export interface ApprovalsConsole {
+  /** Where it listens, e.g. `http://127.0.0.1:4300` (invite links point at `<url>/enrol/...`). */
+  url: string;
+  /** Stops listening and closes every connection; signs everybody out. */
+  stop(): Promise<void>;
+}
+
+/** A signed-in request's approver, their live key and their session. */
+interface Authenticated {
+  session: ConsoleSession;
+  key: ApproverKeyView;
+  signedIn: SignedIn;
+}
+
+type ConsoleEnv = { Variables: { authenticated: Authenticated } };
+
+const sessionCookie = 'toolgate_console';
+const assetFiles: Record<string, string> = {
+  'console.mjs': 'text/javascript; charset=utf-8',
+  'canonical-json.mjs': 'text/javascript; charset=utf-8',
+  'signing-keys.mjs': 'text/javascript; charset=utf-8',
+  'console.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * Starts the approvals console: server-rendered pages for the queue, a call, the history, sign-in
+ * and key enrolment. It holds no key that can decide: the approver's browser signs every decision
+ * and enrolment with its own non-extractable key, and the console checks the session, the CSRF token
+ * and the origin, then relays what was signed to the workflow (or the registry), which alone judges it.
+ */
+export async function startApprovalsConsole(options: ApprovalsConsoleOptions): Promise<ApprovalsConsole> {
+  const host = options.host ?? '127.0.0.1';
+  const taskQueue = options.taskQueue ?? defaultTaskQueue;
+  const log = options.log ?? (() => undefined);
+  const assets = new Map(
+    Object.entries(assetFiles).map(([name, type]) => [
+      name,
+      { type, body: readFileSync(join(__dirname, 'assets', name), 'utf8') },
+    ]),
+  );
+  // Filled in once the port is bound (port 0 picks one); requests only arrive after that.
+  let allowedOrigins: ReadonlySet<string> = new Set();
+  const app = createConsoleApp({
+    ...options,
+    host,
+    taskQueue,
+    log,
+    assets,
+    allowedOrigins: () => allowedOrigins,
+  });
+  const listener = getRequestListener(app.fetch, { hostname: 'localhost', overrideGlobalObjects: false });
+  const server = createServer((request, response) => void listener(request, response));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 4300, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  allowedOrigins = new Set([
+    ...defaultAllowedOrigins({ host, port }),
+    ...(options.publicUrl ? [new URL(options.publicUrl).origin] : []),
+  ]);
+  if (!isLoopbackHost(host)) {
+    log(
+      `warning: the approvals console listens on ${host}, reachable from other machines: serve it over ` +
+        'HTTPS (a reverse proxy) and pass publicUrl, or listen on 127.0.0.1',
+    );
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://${authorityOf({ host, port })}`,
+    stop: () =>
+      (stopping ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Keep-alive connections and the pages' polling would hold close() open.
+        server.closeAllConnections();
+      })),
+  };
+}
+
+/** The console's routes; `allowedOrigins` is read per request (known once the port is bound). */
+function createConsoleApp(input: {
+  client: Client;
+  taskQueue: string;
+  policy: LoadedPolicy;
+  audit?: AuditStore;
+  host: string;
+  publicUrl?: string;
+  sessionTtlMs?: number;
+  challengeTtlMs?: number;
+  log: (line: string) => void;
+  assets: Map<string, { type: string; body: string }>;
+  allowedOrigins: () => ReadonlySet<string>;
+}): Hono<ConsoleEnv> {
+  const { client, taskQueue, policy, log } = input;
+  const sessionTtlMs = input.sessionTtlMs ?? 15 * 60 * 1000;
+  const sessions = createSessionStore({ sessionTtlMs, challengeTtlMs: input.challengeTtlMs ?? 60 * 1000 });
+  const admin = new ApprovalAdmin({ client, taskQueue, ...(input.audit ? { audit: input.audit } : {}) });
+  const registry = { client, taskQueue };
+  const secureCookie = input.publicUrl?.startsWith('https:') ?? false;
+  const callers = Object.keys(policy.file.callers).sort();
+  const tools = [...new Set(Object.values(policy.file.callers).flatMap((caller) => caller.tools))].sort();
+  const app = new Hono<ConsoleEnv>();
+
+  const refuse = (c: Context, status: ContentfulStatusCode, code: ConsoleRefusalCode, message: string) =>
+    c.json({ accepted: false, code, message: `${code}: ${message}` }, status);
+
+  app.use(async (c, next) => {
+    await next();
+    c.header(
+      'Content-Security-Policy',
+      "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    );
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('X-Frame-Options', 'DENY');
+    c.header('Cross-Origin-Opener-Policy', 'same-origin');
+    if (!c.res.headers.has('Cache-Control')) c.header('Cache-Control', 'no-store');
+  });
+
+  // A page of another site must not reach this server through DNS rebinding, nor post to it.
+  app.use(async (c, next) => {
+    if (!hostAllowed({ hostHeader: c.req.header('host'), boundHost: input.host })) {
+      log(
+        `refused ${c.req.method} ${c.req.path}: Host ${c.req.header('host') ?? '(none)'} is not this console`,
+      );
+      return c.text('This console answers to its own address only.', 403);
+    }
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      const origin = c.req.header('origin');
+      if (origin === undefined || !originAllowed({ origin, allowed: input.allowedOrigins() })) {
+        log(`refused ${c.req.method} ${c.req.path}: origin ${origin ?? '(none)'}`);
+        return refuse(
+          c,
+          403,
+          'ORIGIN_NOT_ALLOWED',
+          'requests that change anything come from this console’s own pages',
+        );
+      }
+    }
+    return next();
+  });
+  app.use(
+    bodyLimit({ maxSize: 64 * 1024, onError: (c) => refuse(c, 413, 'BAD_REQUEST', 'the body is too large') }),
+  );
+
+  app.get('/assets/:name', (c) => {
+    const asset = input.assets.get(c.req.param('name'));
+    if (!asset) return c.text('not found', 404);
+    c.header('Cache-Control', 'no-cache');
+    return c.body(asset.body, 200, { 'Content-Type': asset.type });
+  });
+
+  /** The session of the request's cookie, its key still enrolled and its approver still in the policy. */
+  const authenticate = async (c: Context): Promise<Authenticated | undefined> => {
+    const session = sessions.find(getCookie(c, sessionCookie));
+    if (!session) return undefined;
+    const status = await readApproverKeyStatus({ ...registry, keyId: session.keyId });
+    if (status.status !== 'enrolled' || status.key.approver !== session.approver) {
+      // A revoked key ends its sessions at once.
+      sessions.close(session.id);
+      return undefined;
+    }
+    return {
+      session,
+      key: status.key,
+      signedIn: {
+        approver: session.approver,
+        keyId: session.keyId,
+        keyLabel: status.key.label,
+        csrfToken: session.csrfToken,
+        grant: ownValue(policy.approvers, session.approver),
+      },
+    };
+  };
+
+  /** Pages: a visitor who is not signed in is sent to the sign-in page. */
+  const page: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
+    const authenticated = await authenticate(c);
+    if (!authenticated) {
+      if (c.req.path.startsWith('/queue/')) return refuse(c, 401, 'NOT_SIGNED_IN', 'sign in again');
+      return c.redirect('/login', 303);
+    }
+    c.set('authenticated', authenticated);
+    return next();
+  };
+
+  /** Changes: a session, and its CSRF token in the `X-CSRF-Token` header. */
+  const change: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
+    const authenticated = await authenticate(c);
+    if (!authenticated) return refuse(c, 401, 'NOT_SIGNED_IN', 'no live session: sign in again');
+    if (!sessions.csrfMatches(authenticated.session, c.req.header('x-csrf-token'))) {
+      log(`refused ${c.req.method} ${c.req.path}: no valid CSRF token (${authenticated.session.approver})`);
+      return refuse(c, 403, 'CSRF_TOKEN_INVALID', 'the request carries no valid CSRF token');
+    }
+    c.set('authenticated', authenticated);
+    return next();
+  };
+
+  const filterOf = (c: Context): QueueFilter => {
+    const tool = c.req.query('tool');
+    const caller = c.req.query('caller');
+    return { ...(tool ? { tool } : {}), ...(caller ? { caller } : {}) };
+  };
+
+  app.get('/', page, async (c) => {
+    const filter = filterOf(c);
+    const entries = await pendingCalls({ client, taskQueue, filter });
+    return c.html(
+      queuePage({
+        signedIn: c.get('authenticated').signedIn,
+        entries,
+        filter,
+        tools,
+        callers,
+        now: Date.now(),
+      }),
+    );
+  });
+
+  app.get('/queue/entries', page, async (c) => {
+    const entries = await pendingCalls({ client, taskQueue, filter: filterOf(c) });
+    return c.html(queueEntries({ entries, now: Date.now() }));
+  });
+
+  app.get('/calls/:callId', page, async (c) => {
+    const { signedIn } = c.get('authenticated');
+    const callId = c.req.param('callId');
+    const state = await callState({ client, callId });
+    if (!state) {
+      return c.html(
+        problemPage({
+          signedIn,
+          title: 'No such call',
+          message: `CALL_NOT_FOUND: no call ${callId} is visible to you.`,
+        }),
+        404,
+      );
+    }
+    const approval = state.approval;
+    const permission = approval
+      ? decisionPermission({
+          approver: signedIn.approver,
+          grant: signedIn.grant,
+          round: { ...approval, caller: state.caller },
+        })
+      : undefined;
+    return c.html(callPage({ signedIn, callId, state, permission, now: Date.now() }));
+  });
+
+  app.get('/history', page, async (c) => {
+    const open = await pendingCalls({ client, taskQueue });
+    const history = input.audit
+      ? approvalHistory({ audit: input.audit, openCallIds: open.map((entry) => entry.callId) })
+      : { closed: [], refused: [] };
+    return c.html(historyPage({ signedIn: c.get('authenticated').signedIn, ...history }));
+  });
+
+  app.post('/calls/:callId/decisions', change, async (c) => {
+    const { session } = c.get('authenticated');
+    const callId = c.req.param('callId');
+    const body = await jsonBody(c);
+    const candidate = { envelope: body?.envelope, signature: body?.signature };
+    if (!isSignedDecision(candidate)) {
+      return refuse(
+        c,
+        400,
+        'BAD_REQUEST',
+        'expected {envelope, signature, keyId}, every envelope field a string',
+      );
+    }
+    const { envelope } = candidate;
+    if (envelope.approver !== session.approver || body?.keyId !== session.keyId) {
+      log(`refused a decision on ${callId}: session of ${session.approver} sent one as ${envelope.approver}`);
+      return refuse(
+        c,
+        403,
+        'SESSION_APPROVER_MISMATCH',
+        `you are signed in as ${session.approver} with key ${session.keyId}; the decision names ${envelope.approver}`,
+      );
+    }
+    if (envelope.callId !== callId) {
+      return refuse(c, 400, 'BAD_REQUEST', `the decision names call ${envelope.callId}, not ${callId}`);
+    }
+    // The chain is public (the registry's); attaching it lets the workflow verify the key without trusting us.
+    const { key } = c.get('authenticated');
+    const decision: SignedDecision = {
+      envelope,
+      signature: candidate.signature,
+      key: { invite: key.invite, enrolment: key.enrolment },
+    };
+    const outcome = await admin.send({ callId, decision });
+    log(
+      `relayed ${envelope.decision} on ${callId} by ${envelope.approver}: ${outcome.accepted ? outcome.state : outcome.code}`,
+    );
+    return c.json(outcome, outcome.accepted ? 200 : 409);
+  });
+
+  app.get('/login', async (c) => {
+    if (await authenticate(c)) return c.redirect('/', 303);
+    return c.html(loginPage({}));
+  });
+
+  app.post('/login/challenge', async (c) => {
+    const body = await jsonBody(c);
+    const approver = body?.approver;
+    const keyId = body?.keyId;
+    if (
+      typeof approver !== 'string' ||
+      typeof keyId !== 'string' ||
+      approver.length > 200 ||
+      keyId.length > 200
+    ) {
+      return refuse(c, 400, 'BAD_REQUEST', 'expected {approver, keyId}');
+    }
+    const origin = (c.req.header('origin') ?? '').toLowerCase().replace(/\/$/, '');
+    return c.json({ challenge: sessions.issueChallenge({ approver, keyId, origin }) });
+  });
+
+  app.post('/login', async (c) => {
+    const body = await jsonBody(c);
+    const sent = body?.challenge as Partial<LoginChallenge> | undefined;
+    const signature = body?.signature;
+    const challenge = typeof sent?.nonce === 'string' ? sessions.takeChallenge(sent.nonce) : undefined;
+    const invalid = (why: string) => {
+      log(`refused a sign-in: ${why}`);
+      return refuse(c, 401, 'LOGIN_INVALID', why);
+    };
+    if (!challenge || typeof signature !== 'string') return invalid('unknown, used or expired challenge');
+    const origin = (c.req.header('origin') ?? '').toLowerCase().replace(/\/$/, '');
+    if (challenge.origin !== origin) return invalid('the challenge was issued to another origin');
+    const grant = ownValue(policy.approvers, challenge.approver);
+    if (!grant) return invalid(`the policy names no approver ${challenge.approver}`);
+    const status = await readApproverKeyStatus({ ...registry, keyId: challenge.keyId });
+    if (status.status === 'unknown') return refuse(c, 401, 'KEY_UNKNOWN', 'this key is not enrolled');
+    if (status.status === 'revoked') return refuse(c, 401, 'KEY_REVOKED', 'this key was revoked');
+    const { key } = status;
+    const chain = verifyKeyChain({
+      chain: { invite: key.invite, enrolment: key.enrolment },
+      operators: policy.operators,
+      approver: challenge.approver,
+    });
+    if (!chain.ok) return invalid(`the key's chain does not hold for ${challenge.approver}: ${chain.reason}`);
+    if (
+      !verifySignature({ kind: 'login', value: challenge, signature, publicKeyHex: chain.key.publicKeyHex })
+    ) {
+      return invalid("the challenge is not signed with the approver's enrolled key");
+    }
+    const session = sessions.open({ approver: challenge.approver, keyId: challenge.keyId });
+    setCookie(c, sessionCookie, session.id, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+      maxAge: Math.floor(sessionTtlMs / 1000),
+      secure: secureCookie,
+    });
+    log(`${challenge.approver} signed in with key ${challenge.keyId}`);
+    return c.json({ ok: true, approver: session.approver, keyId: session.keyId });
+  });
+
+  app.post('/logout', change, (c) => {
+    sessions.close(c.get('authenticated').session.id);
+    deleteCookie(c, sessionCookie, { path: '/' });
+    return c.json({ ok: true });
+  });
+
+  app.get('/enrol/:inviteId', async (c) => {
+    const inviteId = c.req.param('inviteId');
+    const view = await listApproverKeys(registry);
+    const held = view.invites.find((candidate) => candidate.invite.invite.inviteId === inviteId);
+    const used = held?.usedBy !== undefined || view.keys.some((key) => key.inviteId === inviteId);
+    const expired = held !== undefined && Date.parse(held.invite.invite.expiresAt) <= Date.now();
+    const problem = used
+      ? 'INVITE_USED: this invite was used; ask an operator for a new one'
+      : !held
+        ? 'INVITE_UNKNOWN: no such invite'
+        : expired
+          ? 'INVITE_EXPIRED: this invite has expired; ask an operator for a new one'
+          : undefined;
+    return c.html(
+      enrolPage({ inviteId, invite: held, ...(problem ? { problem } : {}) }),
+      problem ? 404 : 200,
+    );
+  });
+
+  app.post('/enrol/:inviteId', async (c) => {
+    const body = await jsonBody(c);
+    const enrolment = body?.enrolment;
+    if (!isSignedEnrolment(enrolment) || enrolment.enrolment.inviteId !== c.req.param('inviteId')) {
+      return refuse(c, 400, 'BAD_REQUEST', 'expected {enrolment} signed for this invite');
+    }
+    // Relayed as signed: the registry checks both signatures and that the invite is unused.
+    const outcome = await sendEnrolment({ ...registry, enrolment });
+    log(
+      `relayed an enrolment for ${enrolment.enrolment.approver}: ${outcome.accepted ? 'accepted' : outcome.code}`,
+    );
+    return c.json(outcome, outcome.accepted ? 200 : 409);
+  });
+
+  app.notFound((c) => c.html(problemPage({ title: 'Not found', message: 'There is no such page.' }), 404));
+  app.onError((error, c) => {
+    log(`error on ${c.req.method} ${c.req.path}: ${error.message}`);
+    return c.text('The console could not answer; see its log.', 500);
+  });
+  return app;
+}
+
+/** The request's JSON object body, or undefined when it is not one. */
+async function jsonBody(c: Context): Promise<Record<string, unknown> | undefined> {
+  try {
+    const value: unknown = await c.req.json();
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,497 @@
+import { html } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import type { ApproverView } from '../policy/load-policy';
+import type { InviteView } from '../shared/approver-keys';
+import type { CallState } from '../shared/temporal';
+import type { HistoryEntry, QueueEntry, QueueFilter, RefusedAttempt } from './approval-queue';
+import type { DecisionPermission } from './approver-permissions';
+
+/*
+ * The console's pages, rendered on the server with hono/html (every interpolated value escaped). No
+ * inline script or style: the CSP allows this origin's files only. The page's behaviour (signing,
+ * live updates) lives in assets/console.mjs and reads what it needs from data attributes.
+ */
+
+type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+/** Who is signed in, as every page's header shows it. */
+export interface SignedIn {
+  approver: string;
+  keyId: string;
+  keyLabel: string;
+  csrfToken: string;
+  grant: ApproverView | undefined;
+}
+
+/** The whole document around a page's content. */
+export function layout(input: { title: string; page: string; signedIn?: SignedIn; content: Html }): Html {
+  const { signedIn } = input;
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${input.title} · toolgate approvals</title>
+        <link rel="stylesheet" href="/assets/console.css" />
+        ${signedIn ? html`<meta name="csrf-token" content="${signedIn.csrfToken}" />` : ''}
+        <script type="module" src="/assets/console.mjs"></script>
+      </head>
+      <body
+        data-page="${input.page}"
+        data-approver="${signedIn?.approver ?? ''}"
+        data-key-id="${signedIn?.keyId ?? ''}"
+      >
+        <header class="top">
+          <a class="brand" href="/">toolgate approvals</a>
+          ${
+            signedIn
+              ? html`<nav>
+                  <a href="/">Queue</a>
+                  <a href="/history">History</a>
+                  <span class="who" title="key ${signedIn.keyId}"
+                    >${signedIn.approver} · ${signedIn.keyLabel}</span
+                  >
+                  <button type="button" id="logout">Sign out</button>
+                </nav>`
+              : ''
+          }
+        </header>
+        <main>${input.content}</main>
+      </body>
+    </html>`;
+}
+
+/** What the signed-in approver may approve, shown on the queue and call pages. */
+export function grantPanel(signedIn: SignedIn): Html {
+  const { grant } = signedIn;
+  if (!grant) {
+    return html`<section class="grant" id="grant">
+      <p>The policy names no approver <strong>${signedIn.approver}</strong>: you can look, not decide.</p>
+    </section>`;
+  }
+  return html`<section class="grant" id="grant">
+    <p>
+      You may approve calls up to <strong class="risk risk-${grant.maxLevel}">${grant.maxLevel}</strong>.
+      ${
+        grant.operates.length
+          ? html`You operate <strong>${grant.operates.join(', ')}</strong>: its calls are not yours to approve
+              (self-approval).`
+          : 'You operate no caller.'
+      }
+      A critical call needs distinct approvers up to its quorum; each counts once.
+    </p>
+  </section>`;
+}
+
+/** The queue page: filters, then the pending calls (refreshed by the page script). */
+export function queuePage(input: {
+  signedIn: SignedIn;
+  entries: QueueEntry[];
+  filter: QueueFilter;
+  tools: string[];
+  callers: string[];
+  now: number;
+}): Html {
+  const query = new URLSearchParams();
+  if (input.filter.tool) query.set('tool', input.filter.tool);
+  if (input.filter.caller) query.set('caller', input.filter.caller);
+  const options = (values: string[], selected: string | undefined) =>
+    values.map(
+      (value) => html`<option value="${value}" ${value === selected ? 'selected' : ''}>${value}</option>`,
+    );
+  return layout({
+    title: 'Queue',
+    page: 'queue',
+    signedIn: input.signedIn,
+    content: html`${grantPanel(input.signedIn)}
+      <h1>Waiting for approval</h1>
+      <form class="filters" method="get" action="/">
+        <label
+          >Tool
+          <select name="tool">
+            <option value="">all</option>
+            ${options(input.tools, input.filter.tool)}
+          </select></label
+        >
+        <label
+          >Caller
+          <select name="caller">
+            <option value="">all</option>
+            ${options(input.callers, input.filter.caller)}
+          </select></label
+        >
+        <button type="submit">Filter</button>
+      </form>
+      <section id="queue" aria-live="polite" data-source="/queue/entries?${query.toString()}">
+        ${queueEntries({ entries: input.entries, now: input.now })}
+      </section>`,
+  });
+}
+
+/** The pending calls as cards: the fragment the page script fetches to update the queue live. */
+export function queueEntries(input: { entries: QueueEntry[]; now: number }): Html {
+  if (!input.entries.length) return html`<p class="empty">Nothing is waiting for approval.</p>`;
+  return html`<ol class="cards">
+    ${input.entries.map(
+      (entry) =>
+        html`<li class="card" data-call-id="${entry.callId}">
+          <div class="card-head">
+            <a href="/calls/${encodeURIComponent(entry.callId)}"><strong>${entry.tool}</strong></a>
+            <span class="risk risk-${entry.riskLevel}">${entry.riskLevel}</span>
+          </div>
+          <p class="action">${previewHeadline(entry.preview)}</p>
+          ${previewList(entry.preview)}
+          <p class="meta">
+            caller <strong>${entry.caller}</strong> · session <code>${entry.session}</code><br />
+            approvals
+            ${entry.approvals.length}/${entry.quorum}${
+              entry.approvals.length ? html` (${entry.approvals.join(', ')})` : ''
+            }
+            · ${timeLeft({ expiresAt: entry.expiresAt, now: input.now })}
+          </p>
+        </li>`,
+    )}
+  </ol>`;
+}
+
+/** A call's page: what it will do, why it asks, who approved, its steps, and the decision form. */
+export function callPage(input: {
+  signedIn: SignedIn;
+  callId: string;
+  state: CallState;
+  permission: DecisionPermission | undefined;
+  now: number;
+}): Html {
+  const { state, callId, permission } = input;
+  const approval = state.approval;
+  return layout({
+    title: `${state.tool} ${callId.slice(0, 12)}`,
+    page: 'call',
+    signedIn: input.signedIn,
+    content: html`${grantPanel(input.signedIn)}
+      <h1>
+        ${state.tool}
+        <span class="risk risk-${approval?.riskLevel ?? state.riskLevel ?? 'none'}"
+          >${approval?.riskLevel ?? state.riskLevel ?? ''}</span
+        >
+      </h1>
+      <p class="meta">
+        call <code class="wrap">${callId}</code><br />
+        caller <strong>${state.caller}</strong> · session <code>${state.session}</code>
+      </p>
+      ${
+        approval
+          ? html`<section>
+              <h2>Effect</h2>
+              <p class="action">${previewHeadline(approval.preview)}</p>
+              ${previewList(approval.preview)}
+            </section>`
+          : ''
+      }
+      <section>
+        <h2>Validated arguments</h2>
+        <pre id="arguments">${JSON.stringify(state.validatedArguments ?? null, null, 2)}</pre>
+      </section>
+      <section>
+        <h2>Why it asks</h2>
+        <p id="rule">${state.approvalRule ?? 'no approval rule applied'}</p>
+      </section>
+      ${
+        approval
+          ? html`<section id="round">
+              <h2>Approvals</h2>
+              <p>
+                Round ${approval.round}: <strong>${approval.state}</strong>, ${approval.approvals.length} of
+                ${approval.quorum}
+                ${approval.approvals.length ? html`(${approval.approvals.join(', ')})` : ''} ·
+                ${approval.state === 'pending' ? timeLeft({ expiresAt: approval.expiresAt, now: input.now }) : ''}
+              </p>
+            </section>`
+          : ''
+      }
+      <section>
+        <h2>Steps</h2>
+        ${stepList(state.stage)}
+      </section>
+      ${
+        state.decisions.length
+          ? html`<section>
+              <h2>Decisions</h2>
+              <ul class="decisions">
+                ${state.decisions.map(
+                  (decision) =>
+                    html`<li>
+                      <strong>${decision.approver}</strong> ${decision.decision} (round ${decision.round}):
+                      <span
+                        class="outcome outcome-${decision.outcome === 'accepted' ? 'accepted' : 'refused'}"
+                        >${decision.outcome}</span
+                      >
+                      · <time datetime="${decision.at}">${decision.at}</time><br />“${decision.reason}”
+                    </li>`,
+                )}
+              </ul>
+            </section>`
+          : ''
+      }
+      ${
+        state.result
+          ? html`<section>
+              <h2>Result</h2>
+              <p><strong>${state.result.code}</strong> (${state.result.effect}): ${state.result.message}</p>
+            </section>`
+          : ''
+      }
+      ${approval && permission ? decisionForm({ callId, approval, permission }) : ''}`,
+  });
+}
+
+function decisionForm(input: {
+  callId: string;
+  approval: NonNullable<CallState['approval']>;
+  permission: DecisionPermission;
+}): Html {
+  const { approval, permission } = input;
+  const disabled = permission.ok ? '' : 'disabled';
+  return html`<section id="decide">
+    <h2>Your decision</h2>
+    ${permission.notes.map((note) => html`<p class="note">${note}</p>`)}
+    ${permission.ok ? '' : html`<p class="refusal" id="not-allowed">${permission.reason}</p>`}
+    <form
+      id="decision-form"
+      data-call-id="${input.callId}"
+      data-run-id="${approval.runId}"
+      data-nonce="${approval.nonce}"
+      data-args-digest="${approval.argsDigest}"
+      data-preview-digest="${approval.previewDigest}"
+    >
+      <label for="reason">Reason (a denial's reason is told to the model)</label>
+      <textarea id="reason" name="reason" rows="3" maxlength="2000" ${disabled}></textarea>
+      <div class="buttons">
+        <button type="submit" name="decision" value="approve" id="approve" ${disabled}>Approve</button>
+        <button type="submit" name="decision" value="deny" id="deny" class="deny" ${disabled}>Deny</button>
+      </div>
+      <p id="decision-outcome" role="status"></p>
+    </form>
+  </section>`;
+}
+
+const stages: CallState['stage'][] = [
+  'validating',
+  'checking',
+  'awaiting-approval',
+  'executing',
+  'verifying',
+  'recording',
+  'done',
+];
+
+function stepList(stage: CallState['stage']): Html {
+  const current = stages.indexOf(stage);
+  return html`<ol class="steps">
+    ${stages.map((name, index) => {
+      const status = index < current || stage === 'done' ? 'done' : index === current ? 'current' : 'later';
+      return html`<li class="step step-${status}">${name}</li>`;
+    })}
+  </ol>`;
+}
+
+/** Decided, expired and refused decisions, from the audit store. */
+export function historyPage(input: {
+  signedIn: SignedIn;
+  closed: HistoryEntry[];
+  refused: RefusedAttempt[];
+}): Html {
+  return layout({
+    title: 'History',
+    page: 'history',
+    signedIn: input.signedIn,
+    content: html`<h1>History</h1>
+      <section id="closed">
+        <h2>Decided and expired</h2>
+        ${
+          input.closed.length
+            ? html`<ol class="cards">
+                ${input.closed.map(
+                  ({ record }) =>
+                    html`<li class="card">
+                      <div class="card-head">
+                        <a href="/calls/${encodeURIComponent(record.callId)}"
+                          ><strong>${record.tool}</strong></a
+                        >
+                        <span class="outcome outcome-${record.ok ? 'accepted' : 'refused'}"
+                          >${record.code}</span
+                        >
+                      </div>
+                      <p class="meta">
+                        caller <strong>${record.caller}</strong> · ${record.riskLevel ?? ''} · closed
+                        <time datetime="${record.finishedAt}">${record.finishedAt}</time>
+                      </p>
+                      ${
+                        (record.decisions ?? []).length
+                          ? html`<ul class="decisions">
+                              ${(record.decisions ?? []).map(
+                                (decision) =>
+                                  html`<li>
+                                    <strong>${decision.approver}</strong> ${decision.decision} at
+                                    <time datetime="${decision.at}">${decision.at}</time>:
+                                    “${decision.reason}”
+                                  </li>`,
+                              )}
+                            </ul>`
+                          : html`<p class="meta">
+                              ${record.code === 'APPROVAL_EXPIRED' ? 'nobody decided in time' : ''}
+                            </p>`
+                      }
+                    </li>`,
+                )}
+              </ol>`
+            : html`<p class="empty">No call has closed after asking for approval yet.</p>`
+        }
+      </section>
+      <section id="refused">
+        <h2>Refused decision attempts</h2>
+        ${
+          input.refused.length
+            ? html`<ol class="cards">
+                ${input.refused.map(
+                  (attempt) =>
+                    html`<li class="card">
+                      <div class="card-head">
+                        <strong>${attempt.approver}</strong> tried to ${attempt.decision}
+                        <span class="outcome outcome-refused">${attempt.outcome}</span>
+                      </div>
+                      <p class="meta">
+                        <a href="/calls/${encodeURIComponent(attempt.callId)}"
+                          ><code>${attempt.callId.slice(0, 15)}…</code></a
+                        >
+                        · <time datetime="${attempt.recordedAt}">${attempt.recordedAt}</time>
+                        ${attempt.keyId ? html`· key <code>${attempt.keyId}</code>` : ''}
+                      </p>
+                      <p>${refusalExplanation(attempt.outcome)}</p>
+                    </li>`,
+                )}
+              </ol>`
+            : html`<p class="empty">No decision attempt has been refused.</p>`
+        }
+      </section>`,
+  });
+}
+
+/** The sign-in page: the page script lists the keys this browser holds and signs the challenge. */
+export function loginPage(input: { notice?: string }): Html {
+  return layout({
+    title: 'Sign in',
+    page: 'login',
+    content: html`<h1>Sign in</h1>
+      ${input.notice ? html`<p class="note">${input.notice}</p>` : ''}
+      <p>
+        You sign in with the key this browser made when you enrolled it; the key never leaves the browser.
+      </p>
+      <section id="keys" aria-live="polite"><p class="empty">Looking for keys in this browser…</p></section>
+      <p id="login-outcome" role="status"></p>`,
+  });
+}
+
+/** The enrolment page of one invite; the page script reads the invite's secret from the URL fragment. */
+export function enrolPage(input: {
+  inviteId: string;
+  invite: InviteView | undefined;
+  problem?: string;
+}): Html {
+  const held = input.invite?.invite.invite;
+  return layout({
+    title: 'Enrol a key',
+    page: 'enrol',
+    content: html`<h1>Enrol this browser</h1>
+      ${
+        held && !input.problem
+          ? html`<section
+              id="invite"
+              data-invite-id="${held.inviteId}"
+              data-approver="${held.approver}"
+              data-invite-public-key="${held.invitePublicKeyHex}"
+            >
+              <p>
+                <strong>${held.operator}</strong> invited <strong>${held.approver}</strong> to enrol a signing
+                key (valid until <time datetime="${held.expiresAt}">${held.expiresAt}</time>, usable once).
+              </p>
+              <p>
+                This browser makes a key that cannot be exported, keeps it, and registers its public half.
+                Your decisions are signed with it here; the console's server never holds it.
+              </p>
+              <label for="label">A name for this key</label>
+              <input id="label" name="label" value="browser" maxlength="60" />
+              <button type="button" id="enrol">Make my key and enrol</button>
+            </section>`
+          : html`<p class="refusal" id="invite-problem">
+              ${input.problem ?? 'INVITE_UNKNOWN: no such invite'}
+            </p>`
+      }
+      <p id="enrol-outcome" role="status"></p>`,
+  });
+}
+
+/** A page for what cannot be shown (an unknown call). */
+export function problemPage(input: { signedIn?: SignedIn; title: string; message: string }): Html {
+  return layout({
+    title: input.title,
+    page: 'problem',
+    ...(input.signedIn ? { signedIn: input.signedIn } : {}),
+    content: html`<h1>${input.title}</h1>
+      <p class="refusal">${input.message}</p>`,
+  });
+}
+
+function previewHeadline(preview: Record<string, unknown>): string {
+  return typeof preview.action === 'string' ? preview.action : '';
+}
+
+function previewList(preview: Record<string, unknown>): Html {
+  const entries = Object.entries(preview).filter(([key]) => key !== 'action');
+  return html`<dl class="preview">
+    ${entries.map(
+      ([key, value]) =>
+        html`<div>
+          <dt>${key}</dt>
+          <dd>${typeof value === 'string' ? value : JSON.stringify(value)}</dd>
+        </div>`,
+    )}
+  </dl>`;
+}
+
+/** Time left as text, with the expiry in a data attribute so the page script counts down. */
+function timeLeft(input: { expiresAt: string; now: number }): Html {
+  return html`<time class="time-left" datetime="${input.expiresAt}" data-expires-at="${input.expiresAt}"
+    >${formatTimeLeft(Date.parse(input.expiresAt) - input.now)}</time
+  >`;
+}
+
+/** `3h 12m left`, `42s left`, or `expired`. */
+export function formatTimeLeft(milliseconds: number): string {
+  if (!(milliseconds > 0)) return 'expired';
+  const seconds = Math.floor(milliseconds / 1000);
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  if (hours > 0) return `${hours}h ${minutes}m left`;
+  if (minutes > 0) return `${minutes}m ${seconds % 60}s left`;
+  return `${seconds}s left`;
+}
+
+const explanations: Record<string, string> = {
+  APPROVER_UNKNOWN: 'the policy names no such approver',
+  APPROVER_NOT_ALLOWED: "the approver's grant does not cover the call's risk level",
+  SELF_APPROVAL: 'the approver operates the calling agent',
+  DIGEST_MISMATCH: "the decision named another call, run, round or arguments than the open round's",
+  SIGNATURE_INVALID: "the signature does not verify with the approver's key",
+  DECISION_REPLAYED: 'the same decision was already counted',
+  ALREADY_DECIDED: 'the call had been decided',
+  APPROVAL_EXPIRED: 'the approval window had closed',
+  KEY_UNKNOWN: 'the key is not enrolled',
+  KEY_REVOKED: 'the key was revoked',
+  CALL_NOT_FOUND: 'no such call',
+};
+
+/** A refusal code with its meaning in words. */
+export function refusalExplanation(code: string): string {
+  return Object.hasOwn(explanations, code) ? `${code}: ${explanations[code]}` : code;
+}

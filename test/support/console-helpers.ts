@@ -1,0 +1,170 @@
+import { generateKeyPairSync } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { expect } from 'vitest';
+import type { DecisionEnvelope, LoadedPolicy } from 'toolgate';
+import {
+  checkPolicy,
+  createToolRegistry,
+  inviteApprover,
+  parseInviteLink,
+  signEnrolment,
+  signValue,
+} from 'toolgate';
+import type { ApprovalsConsole } from 'toolgate/console';
+import { startApprovalsConsole } from 'toolgate/console';
+import { ordersContracts } from '../../examples/orders/orders-contracts';
+import { testPolicy } from './test-policy';
+import { testContracts } from './test-tools';
+import type { ToolGateHarness } from './toolgate-harness';
+
+/** The harness's policy as workers hold it, for the console's pages. */
+export function harnessPolicy(harness: ToolGateHarness): LoadedPolicy {
+  return checkPolicy({
+    source: 'test policy',
+    value: testPolicy,
+    registry: createToolRegistry({ tools: [...ordersContracts, ...testContracts] }),
+    keysDirectory: harness.keysDirectory,
+  });
+}
+
+/** Starts a console on a free loopback port for the harness's task queue; the caller stops it. */
+export function startHarnessConsole(harness: ToolGateHarness): Promise<ApprovalsConsole> {
+  return startApprovalsConsole({
+    client: harness.temporal,
+    taskQueue: harness.taskQueue,
+    policy: harnessPolicy(harness),
+    audit: harness.audit,
+    port: 0,
+  });
+}
+
+/** A console's answer: the status and the JSON body. */
+export interface ConsoleAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/**
+ * What an approver's browser does, done from Node with a key object instead of a WebCrypto key: the
+ * same requests, the same signed bytes. It keeps the session cookie and the CSRF token as a browser
+ * page would, and sends its console's origin unless told otherwise.
+ */
+export class ConsoleVisitor {
+  cookie = '';
+  csrfToken = '';
+  keyId = '';
+  readonly privateKey: KeyObject = generateKeyPairSync('ed25519').privateKey;
+
+  constructor(
+    readonly consoleUrl: string,
+    readonly approver: string,
+  ) {}
+
+  /** A request as a page of `origin` (default: the console's own) would send it. */
+  async request(
+    path: string,
+    init: { method?: string; json?: unknown; origin?: string | null; csrf?: string | null } = {},
+  ): Promise<Response> {
+    const headers: Record<string, string> = {};
+    const origin = init.origin === undefined ? this.consoleUrl : init.origin;
+    if (origin !== null) headers.origin = origin;
+    if (this.cookie) headers.cookie = this.cookie;
+    const csrf = init.csrf === undefined ? this.csrfToken : init.csrf;
+    if (csrf) headers['x-csrf-token'] = csrf;
+    if (init.json !== undefined) headers['content-type'] = 'application/json';
+    return fetch(`${this.consoleUrl}${path}`, {
+      method: init.method ?? (init.json === undefined ? 'GET' : 'POST'),
+      headers,
+      redirect: 'manual',
+      ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+    });
+  }
+
+  async post(path: string, json: unknown, init: { origin?: string | null; csrf?: string | null } = {}) {
+    const response = await this.request(path, { json, ...init });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  }
+
+  /** Enrols this visitor's key through an invite Olivia signs; returns the key id. */
+  async enrol(harness: ToolGateHarness, label = 'node'): Promise<string> {
+    const { link } = await inviteApprover({
+      client: harness.temporal,
+      taskQueue: harness.taskQueue,
+      approver: this.approver,
+      operator: 'olivia',
+      operatorKey: harness.operatorKey('olivia'),
+      consoleUrl: this.consoleUrl,
+    });
+    const answer = await this.enrolWith(link, label);
+    expect(answer).toMatchObject({ status: 200, body: { accepted: true } });
+    this.keyId = answer.body.keyId as string;
+    return this.keyId;
+  }
+
+  /** Posts an enrolment of this visitor's key through `link`, as the enrolment page does. */
+  enrolWith(link: string, label = 'node'): Promise<ConsoleAnswer> {
+    const { inviteId, invitePrivateKey } = parseInviteLink(link);
+    const enrolment = signEnrolment({
+      inviteId,
+      approver: this.approver,
+      invitePrivateKey,
+      privateKey: this.privateKey,
+      label,
+    });
+    return this.post(`/enrol/${encodeURIComponent(inviteId)}`, { enrolment });
+  }
+
+  /** Answers a sign-in challenge with this visitor's key; keeps the cookie and reads the CSRF token from a page. */
+  async login(): Promise<ConsoleAnswer> {
+    const issued = await this.post('/login/challenge', { approver: this.approver, keyId: this.keyId });
+    const challenge = issued.body.challenge;
+    const signature = signValue({ kind: 'login', value: challenge, privateKey: this.privateKey });
+    const response = await this.request('/login', { json: { challenge, signature } });
+    const answer = { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    const cookie = response.headers.get('set-cookie');
+    if (cookie) this.cookie = cookie.split(';')[0]!;
+    if (answer.status === 200) {
+      const page = await (await this.request('/')).text();
+      this.csrfToken = /<meta name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '';
+    }
+    return answer;
+  }
+
+  /** The envelope the page builds for the call's open round. */
+  async envelope(
+    harness: ToolGateHarness,
+    callId: string,
+    decision: 'approve' | 'deny' = 'approve',
+    overrides: Partial<DecisionEnvelope> = {},
+  ): Promise<DecisionEnvelope> {
+    const approval = (await harness.admin.show(callId))?.approval;
+    if (!approval) throw new Error(`call ${callId} has no approval round`);
+    return {
+      callId,
+      runId: approval.runId,
+      nonce: approval.nonce,
+      argsDigest: approval.argsDigest,
+      previewDigest: approval.previewDigest,
+      decision,
+      approver: this.approver,
+      reason: `${decision} by ${this.approver} in the console`,
+      issuedAt: new Date().toISOString(),
+      ...overrides,
+    };
+  }
+
+  /** Signs `envelope` with this visitor's key (or `privateKey`) and posts it as the call page does. */
+  decide(
+    envelope: DecisionEnvelope,
+    init: { origin?: string | null; csrf?: string | null; privateKey?: KeyObject; signature?: string } = {},
+  ): Promise<ConsoleAnswer> {
+    const signature =
+      init.signature ??
+      signValue({ kind: 'decision', value: envelope, privateKey: init.privateKey ?? this.privateKey });
+    return this.post(
+      `/calls/${encodeURIComponent(envelope.callId)}/decisions`,
+      { envelope, signature, keyId: this.keyId },
+      init,
+    );
+  }
+}
