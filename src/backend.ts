@@ -15,3 +15,6 @@ export { publicKeyHex, readPublicKeyHex } from './keys/key-files';
 // For a backend's own tests: a credential signed as the minter signs one (with a test key), or with
 // claims no minter would sign, to check that the verifier above refuses it.
 export { signCredential } from './credentials/credential-token';
+// For a receiver of toolgate's approval webhooks: the check of their HMAC signature and timestamp.
+export { verifyWebhookSignature } from './notifications/webhook-signature';
+export type { WebhookVerification } from './notifications/webhook-signature';

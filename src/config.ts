@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
+import type { NotificationsConfig } from './notifications/notification-config';
 import { ConfigurationError } from './policy/load-policy';
 import type { ImplementedTool } from './tools/define-tool-implementation';
 import type { ExecutionRetry, ToolContract, ToolInputSchema } from './tools/define-tool';
@@ -28,6 +29,11 @@ export interface ToolGateConfig {
    * listens (default 127.0.0.1:4200).
    */
   mcp?: { tokensPath?: string; allowedOrigins?: string[]; host?: string; port?: number };
+  /**
+   * Approval notifications (workers only): webhooks told when a call waits, escalated to after a
+   * delay, and told how it ended. Checked at a worker's start-up; secrets come from the environment.
+   */
+  notifications?: NotificationsConfig;
 }
 
 /** Declares a config with its types checked; returns it unchanged. */

@@ -38,6 +38,8 @@ export type { LoadedPolicy } from './policy/load-policy';
 export type { CallerPolicy, PolicyFile, PolicyFileInput } from './policy/policy-schema';
 export { defineConfig, loadConfig, resolveConfig } from './config';
 export type { LoadedConfig, ToolGateConfig } from './config';
+export { resolveNotifications } from './notifications/notification-config';
+export type { NotificationsConfig, ResolvedNotifications } from './notifications/notification-config';
 
 // Workers.
 export { createToolGateWorker } from './worker';
@@ -102,7 +104,7 @@ export type {
 
 // Audit.
 export { openSqliteAuditStore } from './audit/audit-store';
-export type { AuditRecord, AuditStore } from './audit/audit-store';
+export type { AuditRecord, AuditStore, NotificationDelivery } from './audit/audit-store';
 // What an audit store of your own receives for each decision attempt (`AuditStore.appendDecisionAttempt`).
 export type { DecisionAttempt } from './shared/temporal';
 

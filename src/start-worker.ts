@@ -9,6 +9,7 @@ import type { LoadedConfig } from './config';
 import { createCredentialMinter } from './credentials/credential-minter';
 import type { CredentialMinter } from './credentials/credential-minter';
 import { keyPaths, readPrivateKey } from './keys/key-files';
+import { resolveNotifications } from './notifications/notification-config';
 import { loadPolicyFile } from './policy/load-policy';
 import type { LoadedPolicy } from './policy/load-policy';
 import { defaultTaskQueue } from './shared/temporal';
@@ -67,6 +68,10 @@ export async function startToolGateWorker(input: {
     registry,
     keysDirectory: config.keysDirectory,
   });
+  // Checked before anything opens: a bad channel or a missing secret stops the worker at start-up.
+  const notifications = config.notifications
+    ? resolveNotifications({ config: config.notifications, source: config.source, env: process.env })
+    : undefined;
   const tools = await config.implementations();
   const closers: (() => unknown)[] = [];
   // Best-effort, in reverse: one that fails does not keep the others open.
@@ -98,6 +103,7 @@ export async function startToolGateWorker(input: {
       ...(minter ? { minter } : {}),
       ...(config.retry ? { retry: config.retry } : {}),
       ...(config.session ? { session: config.session } : {}),
+      ...(notifications ? { notifications } : {}),
       ...(input.tuning ? { tuning: input.tuning } : {}),
       ...(input.workflowBundle ? { workflowBundle: input.workflowBundle } : {}),
     });

@@ -2,10 +2,12 @@ import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
 import { createApproverKeyActivities } from './activities/approver-key-activities';
+import { createNotificationActivities } from './activities/notification-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
 import type { CredentialMinter } from './credentials/credential-minter';
+import type { ResolvedNotifications } from './notifications/notification-config';
 import type { LoadedPolicy } from './policy/load-policy';
 import type { ToolGateSinks } from './shared/temporal';
 import { defaultTaskQueue } from './shared/temporal';
@@ -30,6 +32,8 @@ export interface ToolGateWorkerOptions {
   retry?: Partial<ExecutionRetry>;
   /** Sessions continue as new after this many admissions in one run (default 1,000). */
   session?: { continueAsNewAfter?: number };
+  /** Approval notifications (see `resolveNotifications`); none when absent. */
+  notifications?: ResolvedNotifications;
   /** Another workflow bundle than toolgate's own prebuilt one (tests that run workflows of their own). */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Extra worker options (tuning); toolgate's own fields win. */
@@ -64,8 +68,13 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       retry: { ...defaultExecutionRetry, ...options.retry },
       ...(options.session ? { session: options.session } : {}),
       ...(options.minter ? { minter: options.minter } : {}),
+      ...(options.notifications ? { notifications: options.notifications.plan } : {}),
     }),
     ...createApproverKeyActivities({ policy: currentPolicy }),
+    ...createNotificationActivities({
+      audit: options.audit,
+      ...(options.notifications ? { notifications: options.notifications } : {}),
+    }),
   };
   const audit = options.audit;
   return Worker.create({

@@ -9,6 +9,7 @@ import type {
 } from '../shared/call-evaluation';
 import { digestOf } from '../shared/canonical-json';
 import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
+import type { ApprovalNotificationPlan } from '../shared/notifications';
 import {
   argumentsTooLargeMessage,
   argumentsUnreadableMessage,
@@ -30,6 +31,8 @@ export interface EvaluationContext {
   policy: LoadedPolicy;
   capabilities: Readonly<Record<string, ToolCapabilities>>;
   retry: ExecutionRetry;
+  /** The worker's approval notifications, recorded with a call's approval requirement. */
+  notifications?: ApprovalNotificationPlan;
 }
 
 /**
@@ -153,6 +156,7 @@ export function evaluateCall(input: {
               rule:
                 `${contract.name} at risk level "${level}" is above ${proposal.caller}'s autonomy ` +
                 `("${callerPolicy.autonomy}"): approval by ${quorum} approver(s) granted "${level}"`,
+              ...(context.notifications ? { notifications: context.notifications } : {}),
             },
           }
         : {}),

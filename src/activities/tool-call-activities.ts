@@ -12,6 +12,7 @@ import type {
   SignedProposal,
   ToolCapabilities,
 } from '../shared/call-evaluation';
+import type { ApprovalNotificationPlan } from '../shared/notifications';
 import type { CallOutcome } from '../shared/session';
 import { callOutcomeSignal, sessionWorkflowId, sessionWorkflowType } from '../shared/session';
 import { digestOf } from '../shared/canonical-json';
@@ -47,6 +48,8 @@ export interface ToolCallActivityDependencies {
   retry: ExecutionRetry;
   /** Sessions continue as new after this many admissions in one run (default 1,000). */
   session?: { continueAsNewAfter?: number };
+  /** The approval notifications each call that needs approval records (none when absent). */
+  notifications?: ApprovalNotificationPlan;
 }
 
 /** The policy slice a session loads for its caller, with the worker's session settings. */
@@ -121,7 +124,13 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
      * policy), run as a local activity: the call records this answer and never runs tool code itself.
      */
     async evaluateCall(input: SignedProposal): Promise<CallEvaluation> {
-      const context = { registry, policy: dependencies.policy(), capabilities, retry: dependencies.retry };
+      const context = {
+        registry,
+        policy: dependencies.policy(),
+        capabilities,
+        retry: dependencies.retry,
+        ...(dependencies.notifications ? { notifications: dependencies.notifications } : {}),
+      };
       const tickets = dependencies.minter?.tickets;
       // Without a minter key there are no tickets: calls are then not bound to their admission.
       const admitted = (check: SignedProposal): boolean =>

@@ -57,6 +57,18 @@ export function admissionRefusalRecord(refusal: AdmissionRefusal): AuditRecord {
   };
 }
 
+/** One webhook delivery of an approval notification: an event to one channel, and what the receiver answered. */
+export interface NotificationDelivery {
+  eventId: string;
+  channel: string;
+  callId: string;
+  event: string;
+  /** `delivered` (a 2xx answer) or `refused` (a 4xx other than 408 and 429: not retried). */
+  outcome: 'delivered' | 'refused';
+  httpStatus: number;
+  attempt: number;
+}
+
 /** An append-only store of audit records. */
 export interface AuditStore {
   /** Appends a record; appending the same (call id, run id) again changes nothing. Returns whether it was new. */
@@ -73,6 +85,10 @@ export interface AuditStore {
   appendRegistryEvent(event: RegistryEvent): boolean;
   /** Registry changes attempted, oldest first. */
   registryEvents(): (RegistryEvent & { recordedAt: string })[];
+  /** Appends a webhook delivery (an event to a channel, delivered or refused); the same (event id, channel) twice writes once. */
+  appendNotificationDelivery(delivery: NotificationDelivery): boolean;
+  /** Every webhook delivery of a call, oldest first. */
+  notificationDeliveriesOf(callId: string): (NotificationDelivery & { recordedAt: string })[];
   close(): void;
 }
 
@@ -118,6 +134,20 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       event TEXT NOT NULL,
       UNIQUE (update_id, outcome)
     );
+    CREATE TABLE IF NOT EXISTS notification_deliveries (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      event_id TEXT NOT NULL,
+      channel TEXT NOT NULL,
+      call_id TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      delivery TEXT NOT NULL,
+      UNIQUE (event_id, channel)
+    );
+    CREATE INDEX IF NOT EXISTS notification_deliveries_by_call ON notification_deliveries (call_id);
+    CREATE TRIGGER IF NOT EXISTS notification_deliveries_no_update BEFORE UPDATE ON notification_deliveries
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS notification_deliveries_no_delete BEFORE DELETE ON notification_deliveries
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS registry_events_no_update BEFORE UPDATE ON registry_events
       BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS registry_events_no_delete BEFORE DELETE ON registry_events
@@ -147,6 +177,12 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     VALUES (@updateId, @outcome, @recordedAt, @event)`);
   const allRegistryEvents = database.prepare(
     'SELECT event, recorded_at FROM registry_events ORDER BY sequence',
+  );
+  const insertDelivery = database.prepare(`
+    INSERT OR IGNORE INTO notification_deliveries (event_id, channel, call_id, recorded_at, delivery)
+    VALUES (@eventId, @channel, @callId, @recordedAt, @delivery)`);
+  const deliveriesByCall = database.prepare(
+    'SELECT delivery, recorded_at FROM notification_deliveries WHERE call_id = ? ORDER BY sequence',
   );
   const parse = (rows: unknown[]): AuditRecord[] =>
     rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
@@ -189,6 +225,19 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       allRegistryEvents.all().map((row) => {
         const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
         return { ...(JSON.parse(event) as RegistryEvent), recordedAt };
+      }),
+    appendNotificationDelivery: (delivery) =>
+      insertDelivery.run({
+        eventId: delivery.eventId,
+        channel: delivery.channel,
+        callId: delivery.callId,
+        recordedAt: new Date().toISOString(),
+        delivery: JSON.stringify(delivery),
+      }).changes === 1,
+    notificationDeliveriesOf: (callId) =>
+      deliveriesByCall.all(callId).map((row) => {
+        const { delivery, recorded_at: recordedAt } = row as { delivery: string; recorded_at: string };
+        return { ...(JSON.parse(delivery) as NotificationDelivery), recordedAt };
       }),
     close: () => database.close(),
   };

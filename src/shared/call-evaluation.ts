@@ -8,6 +8,7 @@ import type { ApproverGrant } from './decision-rules';
 import type { EffectKind, ExecutionRetry } from '../tools/define-tool';
 import type { RiskLevel } from '../tools/risk-levels';
 import type { ExecutionApproval } from './approval';
+import type { ApprovalNotificationPlan } from './notifications';
 import type { Proposal } from './proposal';
 
 /** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
@@ -36,6 +37,8 @@ export interface ApprovalRequirement {
   windowMs: number;
   /** Why, in words, for approvers: the policy rule that asked for it. */
   rule: string;
+  /** Which channels hear of it, when the worker has notifications configured (absent: none, no commands). */
+  notifications?: ApprovalNotificationPlan;
 }
 
 /** A call that passed steps 1 to 5: what the workflow needs to run the rest. */

@@ -15,6 +15,7 @@ import { approvalNonce } from '../shared/approval';
 import type { ApprovalRequirement } from '../shared/call-evaluation';
 import { digestOf } from '../shared/canonical-json';
 import type { DecisionRefusalCode } from '../shared/codes';
+import type { RoundEnding } from '../shared/notifications';
 import { isSignedDecision, judgeDecision } from '../shared/decision-rules';
 import type {
   ApprovalState,
@@ -137,7 +138,8 @@ export class CallApprovals {
 
   /**
    * Asks for approval until a round is approved with the same preview that would now run, or the
-   * call stops. `preview` and `recheck` are the pipeline's own steps; `onOpen` tells the agent.
+   * call stops. `preview` and `recheck` are the pipeline's own steps; `onOpen` tells the agent;
+   * `onEnd` hears how each round ended (notifications' follow-ups).
    */
   async obtain<Stop>(input: {
     requirement: ApprovalRequirement;
@@ -146,6 +148,7 @@ export class CallApprovals {
     preview: () => Promise<{ ok: true; preview: Record<string, unknown> } | { ok: false; stop: Stop }>;
     recheck: () => Promise<Stop | undefined>;
     onOpen: (round: ApprovalView) => void;
+    onEnd?: (round: ApprovalView, ending: RoundEnding) => void;
   }): Promise<ApprovalOutcome<Stop>> {
     const { requirement } = input;
     const argsDigest = digestOf(input.args);
@@ -167,13 +170,16 @@ export class CallApprovals {
       this.round = undefined;
       if (!decided) {
         this.settle(round, 'expired');
+        input.onEnd?.(round.view(), { state: 'expired' });
         return { ok: false, ended: 'expired', expiresAt: round.expiresAt };
       }
       if (round.denial) {
         this.settle(round, 'denied');
+        input.onEnd?.(round.view(), { state: 'denied', ...round.denial });
         return { ok: false, ended: 'denied', ...round.denial };
       }
       this.settle(round, 'approved');
+      input.onEnd?.(round.view(), { state: 'approved', approvers: [...round.approvals] });
       // Step 7b: the world may have changed while the call waited: check and preview again.
       const stop = await input.recheck();
       if (stop !== undefined) return { ok: false, ended: 'stopped', stop };

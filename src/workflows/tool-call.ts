@@ -14,7 +14,13 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ToolCallActivities } from '../activities/tool-call-activities';
 import type { ExecutionApproval } from '../shared/approval';
 import type { AuditRecord } from '../audit/audit-store';
-import type { CallEvaluation, CheckOutcome, EvaluatedCall, LookupAnswer } from '../shared/call-evaluation';
+import type {
+  ApprovalRequirement,
+  CallEvaluation,
+  CheckOutcome,
+  EvaluatedCall,
+  LookupAnswer,
+} from '../shared/call-evaluation';
 import {
   approvalDeniedMessage,
   approvalExpiredMessage,
@@ -40,6 +46,7 @@ import { callStateQuery, proposeUpdate, searchAttributes } from '../shared/tempo
 import type { Effect, ToolResult } from '../shared/tool-result';
 import { rejection } from '../shared/tool-result';
 import { riskRank } from '../tools/risk-levels';
+import { ApprovalNotifications } from './approval-notifications';
 import { CallApprovals } from './approval-round';
 
 /** The input of a call's workflow: the proposal that started it, its update id and the caller's signature. */
@@ -73,6 +80,8 @@ export async function toolCall(input: ToolCallInput): Promise<ToolResult> {
     result = call.reject({ code: 'INTERNAL_ERROR', message: internalErrorMessage });
   }
   await call.finish(result);
+  // After the answer is recorded, so a slow webhook never delays the call's result; before the close.
+  await call.notifications?.settle();
   await condition(allHandlersFinished);
   if (result.ok) return result;
   throw ApplicationFailure.create({
@@ -133,6 +142,7 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
   const requirement = evaluated.approval;
   if (!requirement) return { ok: true, value: undefined };
   call.state.approvalRule = requirement.rule;
+  const notifications = call.notifyApprovals({ evaluated, requirement });
   const outcome = await call.approvals.obtain<ToolResult>({
     requirement,
     riskLevel: evaluated.riskLevel,
@@ -159,7 +169,9 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
           round: round.round,
         },
       });
+      notifications.opened(round);
     },
+    onEnd: (round, ending) => notifications.ended(round, ending),
   });
   if (outcome.ok) return { ok: true, value: outcome.approval };
   const summary = evaluated.summary;
@@ -387,6 +399,8 @@ class CallRun {
   readonly proposal: Proposal;
   readonly state: CallState;
   readonly approvals: CallApprovals;
+  /** The approval notifications, once the call needs approval. */
+  notifications?: ApprovalNotifications;
   private evaluation?: CallEvaluation;
   private readonly startedAt = Date.now();
   private readonly queuedAttributes: SearchAttributeUpdatePair[] = [];
@@ -426,6 +440,27 @@ class CallRun {
     data?: Record<string, unknown>;
   }): ToolResult {
     return rejection({ tool: this.proposal.tool, callId: this.callId, ...input });
+  }
+
+  /** Starts the approval notifications the evaluation recorded (none when it recorded no plan). */
+  notifyApprovals(input: {
+    evaluated: EvaluatedCall;
+    requirement: ApprovalRequirement;
+  }): ApprovalNotifications {
+    const { evaluated, requirement } = input;
+    this.notifications = new ApprovalNotifications(
+      {
+        callId: this.callId,
+        runId: this.runId,
+        tool: evaluated.tool,
+        caller: this.proposal.caller,
+        summary: evaluated.summary,
+        riskLevel: evaluated.riskLevel,
+        windowMs: requirement.windowMs,
+      },
+      requirement.notifications,
+    );
+    return this.notifications;
   }
 
   progress(stage: CallState['stage'], details?: string): void {

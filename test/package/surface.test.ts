@@ -66,6 +66,7 @@ describe('the names each package entry exports', () => {
       'registryRefusalCodes',
       'resetSessionUpdate',
       'resolveConfig',
+      'resolveNotifications',
       'revokeApproverKey',
       'revokeKeyUpdate',
       'riskLevels',
@@ -103,6 +104,7 @@ describe('the names each package entry exports', () => {
       'readPublicKeyHex',
       'signCredential',
       'verifyCredential',
+      'verifyWebhookSignature',
     ]);
   });
 

@@ -9,7 +9,14 @@ import { createOrdersTools } from '../../examples/orders/orders-implementations'
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { KeyObject } from 'node:crypto';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
-import type { AuditStore, CallInput, CredentialMinter, ImplementedTool, PolicyFileInput } from 'toolgate';
+import type {
+  AuditStore,
+  CallInput,
+  CredentialMinter,
+  ImplementedTool,
+  NotificationsConfig,
+  PolicyFileInput,
+} from 'toolgate';
 import {
   ApprovalAdmin,
   checkPolicy,
@@ -83,6 +90,8 @@ export async function startHarness(input: {
   logger?: Logger;
   /** Wraps the orders client the worker's tools talk through (e.g. so another refund lands between a check and its execution). */
   ordersApi?: (api: OrdersApiClient) => OrdersApiClient;
+  /** The deployment's approval notifications (config `notifications`); none by default. */
+  notifications?: NotificationsConfig;
 }): Promise<ToolGateHarness> {
   if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
@@ -173,6 +182,7 @@ export async function startHarness(input: {
         implementations: () => tools,
         retry: { maximumAttempts: 3, initialIntervalMs: 20, maximumIntervalMs: 100, attemptTimeoutMs: 3_000 },
         session: { continueAsNewAfter: 6 },
+        ...(input.notifications ? { notifications: input.notifications } : {}),
       },
     });
     const startWorker = async (): Promise<() => Promise<void>> => {

@@ -1,0 +1,116 @@
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { AuditStore } from '../audit/audit-store';
+import type { ResolvedNotifications } from '../notifications/notification-config';
+import { webhookMessage } from '../notifications/webhook-message';
+import { signWebhookPayload } from '../notifications/webhook-signature';
+import type { ApprovalNotice, NoticeDelivery } from '../shared/notifications';
+
+/** The ApplicationFailure types a delivery raises; the workflow only logs them. */
+export const notificationFailureTypes = {
+  /** The receiver did not take it now (network, timeout, 408, 429, 5xx): retried. */
+  undelivered: 'NOTIFICATION_UNDELIVERED',
+  /** The receiver refused it (another 4xx), or the channel is no longer configured: not retried. */
+  refused: 'NOTIFICATION_REFUSED',
+} as const;
+
+/** How long one POST may take before it counts as a failed attempt. */
+const requestTimeoutMs = 10_000;
+
+/**
+ * Builds the activity that posts one approval event to one channel. Each attempt carries the event's
+ * id as `Idempotency-Key` and, when the channel has a secret, a fresh timestamp and HMAC signature;
+ * a delivery the audit store already holds for this event and channel is not posted again (a retry
+ * after the receiver took it but the answer was lost to a crash may still post twice: the key is the
+ * receiver's way to drop it).
+ */
+export function createNotificationActivities(dependencies: {
+  notifications?: ResolvedNotifications;
+  audit: AuditStore;
+}) {
+  const { audit } = dependencies;
+  return {
+    /** Posts one event to one channel; retried by the workflow's policy, never posted twice when audited delivered. */
+    async notifyApprovalChannel(notice: ApprovalNotice): Promise<NoticeDelivery> {
+      const channels = dependencies.notifications?.channels ?? {};
+      const channel = Object.hasOwn(channels, notice.channel) ? channels[notice.channel] : undefined;
+      if (!channel) {
+        // The config changed while the call waited: nothing to post to.
+        throw ApplicationFailure.nonRetryable(
+          `notification channel "${notice.channel}" is not configured on this worker`,
+          notificationFailureTypes.refused,
+        );
+      }
+      const done = audit
+        .notificationDeliveriesOf(notice.callId)
+        .find((delivery) => delivery.eventId === notice.eventId && delivery.channel === notice.channel);
+      if (done?.outcome === 'delivered') return { ok: true, status: 'already-delivered' };
+      const body = JSON.stringify(
+        webhookMessage({
+          notice,
+          ...(dependencies.notifications?.consoleUrl
+            ? { consoleUrl: dependencies.notifications.consoleUrl }
+            : {}),
+        }),
+      );
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'idempotency-key': notice.eventId,
+        'x-toolgate-event': notice.event,
+        'x-toolgate-timestamp': timestamp,
+      };
+      if (channel.secret !== undefined) {
+        headers['x-toolgate-signature'] = signWebhookPayload({ secret: channel.secret, timestamp, body });
+      }
+      const { attempt } = Context.current().info;
+      let status: number;
+      try {
+        const response = await fetch(channel.url, {
+          method: 'POST',
+          headers,
+          body,
+          signal: AbortSignal.timeout(requestTimeoutMs),
+        });
+        status = response.status;
+        await response.body?.cancel();
+      } catch (error) {
+        throw ApplicationFailure.retryable(
+          `channel "${notice.channel}" could not be reached: ${(error as Error).message}`,
+          notificationFailureTypes.undelivered,
+        );
+      }
+      const record = {
+        eventId: notice.eventId,
+        channel: notice.channel,
+        callId: notice.callId,
+        event: notice.event,
+        httpStatus: status,
+        attempt,
+      };
+      if (status >= 200 && status < 300) {
+        audit.appendNotificationDelivery({ ...record, outcome: 'delivered' });
+        return { ok: true, status: 'delivered', httpStatus: status };
+      }
+      if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
+        audit.appendNotificationDelivery({ ...record, outcome: 'refused' });
+        log.warn('notification refused by its channel', {
+          channel: notice.channel,
+          status,
+          eventId: notice.eventId,
+        });
+        throw ApplicationFailure.nonRetryable(
+          `channel "${notice.channel}" refused the notification with HTTP ${status}`,
+          notificationFailureTypes.refused,
+        );
+      }
+      throw ApplicationFailure.retryable(
+        `channel "${notice.channel}" answered HTTP ${status}`,
+        notificationFailureTypes.undelivered,
+      );
+    },
+  };
+}
+
+/** The notification activities, as the workflow imports their types. */
+export type NotificationActivities = ReturnType<typeof createNotificationActivities>;

@@ -1,0 +1,64 @@
+/**
+ * Approval notifications as the call workflow and the worker share them: the events, their ids, the
+ * plan the worker's evaluation records for a call that needs approval, and what one delivery carries.
+ * Types and pure functions only: this module runs in the workflow sandbox too.
+ */
+
+/** What a call tells its approvers' channels about, named as nouns. */
+export const notificationEvents = [
+  'approval-requested',
+  'approval-escalated',
+  'approval-decided',
+  'approval-expired',
+] as const;
+
+export type NotificationEvent = (typeof notificationEvents)[number];
+
+/**
+ * Which channels hear about a call's approval, recorded by its evaluation (never read from the
+ * config by the workflow), so a deploy that changes the config never changes a waiting call's replay.
+ */
+export interface ApprovalNotificationPlan {
+  /** Told when a round opens. */
+  waiting: string[];
+  /** Told when a round is still undecided after `afterMs`. */
+  escalation?: { afterMs: number; channels: string[] };
+  /** Whether the channels told of a round are told how it ended (decided or expired). */
+  followUp: boolean;
+}
+
+/** One event's id, the same on every attempt and every channel: `${callId}:${runId}:${round}:${event}`. */
+export function notificationEventId(input: {
+  callId: string;
+  runId: string;
+  round: number;
+  event: NotificationEvent;
+}): string {
+  return `${input.callId}:${input.runId}:${input.round}:${input.event}`;
+}
+
+/** How a round ended, for a follow-up. */
+export type RoundEnding =
+  | { state: 'approved'; approvers: string[] }
+  | { state: 'denied'; approver: string; reason: string }
+  | { state: 'expired' };
+
+/** One delivery of one event to one channel: the notification activity's input. */
+export interface ApprovalNotice {
+  channel: string;
+  event: NotificationEvent;
+  eventId: string;
+  callId: string;
+  runId: string;
+  round: number;
+  tool: string;
+  caller: string;
+  riskLevel: string;
+  summary: string;
+  expiresAt: string;
+  /** Present on `approval-decided` and `approval-expired`. */
+  ending?: RoundEnding;
+}
+
+/** What a delivery did: posted now, or found already delivered for this event and channel. */
+export type NoticeDelivery = { ok: true; status: 'delivered' | 'already-delivered'; httpStatus?: number };

@@ -1,0 +1,256 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhookSignature } from 'toolgate/backend';
+import { approvalHelpers } from '../support/approval-helpers';
+import type { ToolGateHarness } from '../support/toolgate-harness';
+import { useHarness } from '../support/use-harness';
+
+const secretEnv = 'TOOLGATE_TEST_APPROVERS_WEBHOOK_SECRET';
+const secret = 'approvers-channel-secret';
+const escalationDelayMs = 3_000;
+
+/** One request the receiver saw, and what it answered. */
+interface Received {
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json: Record<string, unknown>;
+  answered: number;
+  atMs: number;
+}
+
+/** A local webhook receiver on 127.0.0.1: records every POST; can answer 500 to the next N of an event. */
+async function startReceiver() {
+  const received: Received[] = [];
+  const failures: { path: string; event: string; left: number }[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const json = JSON.parse(body) as Record<string, unknown>;
+      const path = request.url ?? '/';
+      const failure = failures.find((f) => f.path === path && f.event === json.event && f.left > 0);
+      if (failure) failure.left--;
+      const answered = failure ? 500 : 200;
+      received.push({ path, headers: request.headers, body, json, answered, atMs: Date.now() });
+      response.writeHead(answered, { 'content-type': 'text/plain' }).end(answered === 200 ? 'ok' : 'down');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    /** What reached the receiver for one call, in order. */
+    of: (callId: string) => received.filter((r) => r.json.callId === callId),
+    failNext: (input: { path: string; event: string; times: number }) =>
+      failures.push({ path: input.path, event: input.event, left: input.times }),
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+let receiver: Receiver;
+let harness: ToolGateHarness;
+
+// The receiver must listen before the harness's worker reads the config; beforeAll hooks run in order.
+beforeAll(async () => {
+  receiver = await startReceiver();
+  process.env[secretEnv] = secret;
+});
+afterAll(async () => {
+  await receiver?.stop();
+});
+
+useHarness((started) => (harness = started), {
+  get notifications() {
+    return {
+      consoleUrl: 'https://console.example',
+      channels: {
+        approvers: { url: receiver.url('/approvers'), secretEnv },
+        oncall: { url: receiver.url('/oncall') },
+      },
+      waiting: ['approvers'],
+      escalation: { after: `${escalationDelayMs / 1000}s`, channels: ['oncall'] },
+    };
+  },
+});
+
+const { appliedRefunds, proposeRefund, decide } = approvalHelpers(() => harness);
+
+/** Polls until `find` returns something (the deliveries run beside the call, not before its answer). */
+async function eventually<T>(find: () => T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error('timed out waiting for a webhook delivery');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The accepted (200) posts of one event for a call on one channel path. */
+const accepted = (callId: string, path: string, event: string) =>
+  receiver.of(callId).filter((r) => r.path === path && r.json.event === event && r.answered === 200);
+
+const delivered = (callId: string, path: string, event: string) =>
+  eventually(() => accepted(callId, path, event)[0]);
+
+async function runIdOf(callId: string): Promise<string> {
+  return (await harness.temporal.workflow.getHandle(callId).describe()).runId;
+}
+
+describe('approval notifications', () => {
+  it('posts one signed Slack-compatible message when a refund waits, and one follow-up when it is approved', async () => {
+    const pending = await proposeRefund();
+    const { callId } = pending;
+    const requested = await delivered(callId, '/approvers', 'approval-requested');
+    const runId = await runIdOf(callId);
+    const expiresAt = String(pending.data?.expiresAt);
+    expect(requested.json).toMatchObject({
+      text:
+        `refund 2590 BRL on ORD-1001 by support-bot waits for approval (irreversible), ` +
+        `expires ${expiresAt.slice(11, 16)} UTC — https://console.example/calls/${callId}`,
+      event: 'approval-requested',
+      eventId: `${callId}:${runId}:1:approval-requested`,
+      callId,
+      tool: 'refund_order',
+      caller: 'support-bot',
+      riskLevel: 'irreversible',
+      expiresAt,
+      summary: 'refund 2590 BRL on ORD-1001',
+      consoleUrl: `https://console.example/calls/${callId}`,
+    });
+    expect(requested.json.blocks).toHaveLength(1);
+    expect(requested.headers['idempotency-key']).toBe(`${callId}:${runId}:1:approval-requested`);
+    const timestamp = String(requested.headers['x-toolgate-timestamp']);
+    const signature = String(requested.headers['x-toolgate-signature']);
+    expect(verifyWebhookSignature({ secret, timestamp, body: requested.body, signature })).toEqual({
+      ok: true,
+    });
+    expect(
+      verifyWebhookSignature({ secret, timestamp, body: requested.body.replace('2590', '25900'), signature }),
+    ).toEqual({ ok: false, reason: 'signature-mismatch' });
+    expect(
+      verifyWebhookSignature({
+        secret,
+        timestamp,
+        body: requested.body,
+        signature,
+        nowMs: Date.now() + 600_000,
+      }),
+    ).toEqual({ ok: false, reason: 'timestamp-out-of-range' });
+
+    await decide(callId, 'alice');
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({
+      ok: true,
+      effect: 'applied',
+    });
+    expect(await appliedRefunds()).toBe(1);
+
+    // The run closes only once its deliveries are done: what reached the receiver is final.
+    const posts = receiver.of(callId);
+    expect(posts.map((post) => [post.path, post.json.event, post.answered])).toEqual([
+      ['/approvers', 'approval-requested', 200],
+      ['/approvers', 'approval-decided', 200],
+    ]);
+    expect(posts[1]?.json).toMatchObject({ outcome: 'approved', approvers: ['alice'] });
+    expect(String(posts[1]?.json.text)).toMatch(
+      /^Approved by alice: refund 2590 BRL on ORD-1001 by support-bot/,
+    );
+    expect(posts[1]?.headers['idempotency-key']).toBe(`${callId}:${runId}:1:approval-decided`);
+    // Decided before the escalation delay: its timer was cancelled, the on-call channel heard nothing.
+    expect(harness.audit.notificationDeliveriesOf(callId)).toMatchObject([
+      { event: 'approval-requested', channel: 'approvers', outcome: 'delivered', httpStatus: 200 },
+      { event: 'approval-decided', channel: 'approvers', outcome: 'delivered', httpStatus: 200 },
+    ]);
+  });
+
+  it('posts each event once across a worker restart while the call waits', async () => {
+    const { callId } = await proposeRefund();
+    await delivered(callId, '/approvers', 'approval-requested');
+    await harness.restartWorker();
+    await decide(callId, 'alice', 'deny', 'approve 2590, not 25900');
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_DENIED' });
+    await harness.restartWorker();
+    const events = receiver
+      .of(callId)
+      .filter((post) => post.path === '/approvers')
+      .map((post) => post.json.event);
+    expect(events.sort()).toEqual(['approval-decided', 'approval-requested']);
+    expect(accepted(callId, '/approvers', 'approval-decided')[0]?.json).toMatchObject({
+      outcome: 'denied',
+      approvers: ['alice'],
+      reason: 'approve 2590, not 25900',
+    });
+    expect(await appliedRefunds()).toBe(0);
+  });
+
+  it('escalates to the second channel after its delay when nobody decided, then follows up on both', async () => {
+    const { callId } = await proposeRefund();
+    const requested = await delivered(callId, '/approvers', 'approval-requested');
+    const escalated = await delivered(callId, '/oncall', 'approval-escalated');
+    expect(escalated.atMs - requested.atMs).toBeGreaterThanOrEqual(escalationDelayMs - 1_000);
+    expect(String(escalated.json.text)).toMatch(
+      /^Still undecided: refund 2590 BRL on ORD-1001 by support-bot/,
+    );
+    expect(escalated.headers['x-toolgate-signature']).toBeUndefined(); // the on-call channel has no secret
+    await decide(callId, 'bob', 'deny', 'not today');
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_DENIED' });
+    const summary = receiver.of(callId).map((post) => `${post.path} ${String(post.json.event)}`);
+    expect(summary.sort()).toEqual([
+      '/approvers approval-decided',
+      '/approvers approval-requested',
+      '/oncall approval-decided',
+      '/oncall approval-escalated',
+    ]);
+  });
+
+  it('delivers once to a receiver that fails three times, with the same Idempotency-Key on every attempt', async () => {
+    receiver.failNext({ path: '/approvers', event: 'approval-requested', times: 3 });
+    const { callId } = await proposeRefund();
+    await delivered(callId, '/approvers', 'approval-requested');
+    const attempts = receiver
+      .of(callId)
+      .filter((post) => post.path === '/approvers' && post.json.event === 'approval-requested');
+    expect(attempts.map((attempt) => attempt.answered)).toEqual([500, 500, 500, 200]);
+    const runId = await runIdOf(callId);
+    expect(new Set(attempts.map((attempt) => attempt.headers['idempotency-key']))).toEqual(
+      new Set([`${callId}:${runId}:1:approval-requested`]),
+    );
+    for (const attempt of attempts) {
+      const verification = verifyWebhookSignature({
+        secret,
+        timestamp: String(attempt.headers['x-toolgate-timestamp']),
+        body: attempt.body,
+        signature: String(attempt.headers['x-toolgate-signature']),
+      });
+      expect(verification).toEqual({ ok: true });
+    }
+    await decide(callId, 'alice', 'deny', 'testing a flaky channel');
+    await harness.client.result(callId, { wait: true });
+    expect(accepted(callId, '/approvers', 'approval-requested')).toHaveLength(1);
+    expect(
+      harness.audit
+        .notificationDeliveriesOf(callId)
+        .filter((delivery) => delivery.event === 'approval-requested' && delivery.channel === 'approvers'),
+    ).toMatchObject([{ outcome: 'delivered', attempt: 4 }]);
+  });
+
+  it('follows up on an expired call as expired, never as denied', async () => {
+    // hasty-bot's approvals expire after 1 s, before the escalation delay: no escalation either.
+    const { callId } = await proposeRefund({}, 'hasty-bot');
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_EXPIRED' });
+    const posts = receiver.of(callId);
+    expect(posts.map((post) => `${post.path} ${String(post.json.event)}`)).toEqual([
+      '/approvers approval-requested',
+      '/approvers approval-expired',
+    ]);
+    expect(posts[1]?.json).toMatchObject({ outcome: 'expired' });
+    expect(String(posts[1]?.json.text)).toMatch(
+      /^Expired without a decision: refund 2590 BRL on ORD-1001 by hasty-bot/,
+    );
+    expect(posts[1]?.body).not.toMatch(/denied/i);
+  });
+});
