@@ -79,6 +79,7 @@ export const approverPolicySchema = z.strictObject({
 
 /** A person who runs toolgate: signs approvers' invites and key revocations with their own key. */
 export const operatorPolicySchema = z.strictObject({
+  description: z.string().optional().describe('who this is, for the people who read the policy'),
   publicKey: publicKeySchema.describe(
     "the operator's own key: invites and revocations must be signed with it",
   ),

@@ -95,24 +95,27 @@ describe('policy files', () => {
     return path;
   };
 
-  /** Loads a shipped policy with development keys for every caller and approver it names (as `npm start` does). */
+  /** Loads a shipped policy with development keys for every caller, approver and operator it names (as `npm start` does). */
   const loadShipped = (file: string) => {
     const path = join(__dirname, '../../examples/orders', file);
     const keysDirectory = folder('toolgate-keys-');
     const named = JSON.parse(readFileSync(path, 'utf8')) as {
       callers: Record<string, unknown>;
       approvers: Record<string, unknown>;
+      operators?: Record<string, unknown>;
     };
     for (const name of Object.keys(named.callers))
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'caller', name } });
     for (const name of Object.keys(named.approvers))
       generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'approver', name } });
+    for (const name of Object.keys(named.operators ?? {}))
+      generateKeyPairFiles({ directory: keysDirectory, owner: { kind: 'operator', name } });
     return loadPolicyFile({ path, registry, keysDirectory });
   };
 
   it('loads the shipped default policy, which has no caller that refunds without approval', () => {
     const policy = loadShipped('policy.json');
-    expect(policy.version).toMatch(/^orders-demo-3@[0-9a-f]{12}$/);
+    expect(policy.version).toMatch(/^orders-demo-4@[0-9a-f]{12}$/);
     for (const caller of Object.values(policy.file.callers)) {
       if (caller.tools.includes('refund_order')) expect(caller.autonomy).not.toMatch(/irreversible|critical/);
     }
