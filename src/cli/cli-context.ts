@@ -110,3 +110,35 @@ export function privateKeyOf(input: { config: LoadedConfig; owner: KeyOwner }) {
     return undefined;
   }
 }
+
+/**
+ * Resolves once a command that stays up should stop: SIGINT or SIGTERM, `signal` aborted, `close()`
+ * called, or (with `stdin`) standard input ended, which is how an MCP client stops a stdio server.
+ * Removes its listeners either way.
+ */
+export function untilStopped(input: { signal: AbortSignal | undefined; stdin?: boolean }): {
+  promise: Promise<void>;
+  close: () => void;
+} {
+  const { signal } = input;
+  let close: () => void = () => undefined;
+  const promise = new Promise<void>((resolve) => {
+    close = (): void => {
+      process.off('SIGINT', close);
+      process.off('SIGTERM', close);
+      process.stdin.off('end', close);
+      signal?.removeEventListener('abort', close);
+      resolve();
+    };
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    // While a listener is attached, these signals no longer end the process on their own: we stop cleanly.
+    process.on('SIGINT', close);
+    process.on('SIGTERM', close);
+    if (input.stdin) process.stdin.once('end', close);
+    signal?.addEventListener('abort', close, { once: true });
+  });
+  return { promise, close };
+}

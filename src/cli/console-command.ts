@@ -5,7 +5,7 @@ import { startApprovalsConsole } from '../console/approvals-console';
 import { loadPolicyFile } from '../policy/load-policy';
 import { createToolRegistry } from '../tools/tool-registry';
 import type { CliContext, GlobalOptions } from './cli-context';
-import { commandAction, configOf, connectionSettings } from './cli-context';
+import { commandAction, configOf, connectionSettings, untilStopped } from './cli-context';
 
 type ConsoleOptions = GlobalOptions & { host: string; port: string; publicUrl?: string };
 
@@ -59,7 +59,7 @@ async function consoleCommand(input: { options: ConsoleOptions; context: CliCont
       `approvals console on ${approvals.url} (task queue "${settings.taskQueue}", policy ${policy.version})`,
     );
     try {
-      await untilStopped({ signal: context.signal });
+      await untilStopped({ signal: context.signal }).promise;
     } finally {
       await approvals.stop();
     }
@@ -68,24 +68,4 @@ async function consoleCommand(input: { options: ConsoleOptions; context: CliCont
     audit.close();
     await connection.close();
   }
-}
-
-/** Resolves at SIGINT or SIGTERM, or when `signal` aborts; removes its listeners either way. */
-function untilStopped(input: { signal: AbortSignal | undefined }): Promise<void> {
-  const { signal } = input;
-  return new Promise((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      signal?.removeEventListener('abort', stop);
-      resolve();
-    };
-    if (signal?.aborted) {
-      resolve();
-      return;
-    }
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-    signal?.addEventListener('abort', stop, { once: true });
-  });
 }

@@ -4,7 +4,7 @@ import { InvalidArgumentError, Option } from 'commander';
 import type { DevServer } from '../dev/dev-server';
 import { prepareNamespace, startDevServer } from '../dev/dev-server';
 import type { CliContext, GlobalOptions } from './cli-context';
-import { commandAction } from './cli-context';
+import { commandAction, untilStopped } from './cli-context';
 
 type DevOptions = GlobalOptions & { port?: number; uiPort?: number; headless?: boolean; db?: string };
 
@@ -68,33 +68,12 @@ async function devCommand(input: { options: DevOptions; context: CliContext }): 
     if (server.uiUrl !== undefined) output.out(`Web UI at ${server.uiUrl}`);
     output.out(`export TEMPORAL_ADDRESS=${server.address}`);
     if (namespace !== 'default') output.out(`export TEMPORAL_NAMESPACE=${namespace}`);
-    await untilStopped({ signal: context.signal });
+    await untilStopped({ signal: context.signal }).promise;
     output.error('stopping the Temporal dev server');
     return 0;
   } finally {
     await server.stop();
   }
-}
-
-/** Resolves at SIGINT or SIGTERM, or when `signal` aborts; removes its listeners either way. */
-function untilStopped(input: { signal: AbortSignal | undefined }): Promise<void> {
-  const { signal } = input;
-  return new Promise((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      signal?.removeEventListener('abort', stop);
-      resolve();
-    };
-    if (signal?.aborted) {
-      resolve();
-      return;
-    }
-    // While a listener is attached, these signals no longer end the process on their own: we stop cleanly.
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-    signal?.addEventListener('abort', stop, { once: true });
-  });
 }
 
 function parsePort(value: string): number {

@@ -14,7 +14,7 @@ import type { LoadedPolicy } from '../policy/load-policy';
 import { loadPolicyFile } from '../policy/load-policy';
 import { createToolRegistry } from '../tools/tool-registry';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
-import { commandAction, configOf, privateKeyOf, withClient } from './cli-context';
+import { commandAction, configOf, privateKeyOf, untilStopped, withClient } from './cli-context';
 
 // `--caller` is declared on `mcp` itself, so `mcp token --caller X` reads it from there: commander
 // hands a parent's option to the parent wherever it stands (the program's options are not positional).
@@ -123,7 +123,7 @@ async function stdioCommand(input: { options: McpOptions; context: CliContext })
         session,
         log: (line) => output.error(line),
       });
-      const closed = untilClosed({ signal: context.signal, stdin: true });
+      const closed = untilStopped({ signal: context.signal, stdin: true });
       server.onclose = closed.close;
       // The transport reads stdin and writes stdout; nothing else of this process may write there.
       await server.connect(new StdioServerTransport());
@@ -186,7 +186,7 @@ async function httpCommand(input: { options: HttpOptions; context: CliContext })
             ? `tokens from ${tokensPath}: ${tokens.length} (callers: ${[...new Set(tokens.map((token) => token.caller))].join(', ')})`
             : `no tokens in ${tokensPath} yet: create one with \`toolgate mcp token --caller NAME\``,
         );
-        await untilClosed({ signal: context.signal, stdin: false }).promise;
+        await untilStopped({ signal: context.signal }).promise;
         output.error('stopping the MCP server');
       } finally {
         await server.stop();
@@ -341,38 +341,6 @@ function callerProblem(input: {
     return `no private key for caller "${caller}" at ${path}: create one with \`toolgate keys generate --caller ${caller}\``;
   }
   return undefined;
-}
-
-/**
- * Resolves once the server should stop: `close()` called (the client closed the transport), stdin
- * ended (with `stdin`), SIGINT or SIGTERM, or `signal` aborted. Removes its listeners either way.
- */
-function untilClosed(input: { signal: AbortSignal | undefined; stdin: boolean }): {
-  promise: Promise<void>;
-  close: () => void;
-} {
-  const { signal } = input;
-  let close: () => void = () => undefined;
-  const promise = new Promise<void>((resolve) => {
-    close = (): void => {
-      process.off('SIGINT', close);
-      process.off('SIGTERM', close);
-      process.stdin.off('end', close);
-      signal?.removeEventListener('abort', close);
-      resolve();
-    };
-    if (signal?.aborted) {
-      resolve();
-      return;
-    }
-    // While a listener is attached, these signals no longer end the process on their own: we stop cleanly.
-    process.on('SIGINT', close);
-    process.on('SIGTERM', close);
-    // The client closing its end of the pipe is how an MCP client stops a stdio server.
-    if (input.stdin) process.stdin.once('end', close);
-    signal?.addEventListener('abort', close, { once: true });
-  });
-  return { promise, close };
 }
 
 function parsePort(value: string): number {

@@ -85,9 +85,24 @@ export async function runOpenAIChatToolCalls(
   // Read defensively: whatever the endpoint sent (a custom tool call, a name that is not a string)
   // still becomes a proposal toolgate answers and audits, never an exception that loses the turn.
   const calls = (input.toolCalls ?? []).map((call) => chatToolCall(call as unknown));
-  const results = await runModelToolCalls({
+  const results = await runOpenAICalls({ ...input, calls });
+  return {
+    messages: calls.map((call, index) => ({
+      role: 'tool',
+      tool_call_id: call.id,
+      content: JSON.stringify(results[index]),
+    })),
+    results,
+  };
+}
+
+/** Runs OpenAI tool calls (name and raw argument text) through the session, strict nulls read as absent. */
+function runOpenAICalls(
+  input: ProviderSession & { calls: readonly { name: string; arguments: string }[]; strict?: StrictMode },
+): Promise<ToolResult[]> {
+  return runModelToolCalls({
     ...input,
-    calls: calls.map((call) => ({
+    calls: input.calls.map((call) => ({
       name: call.name,
       arguments: openAIArguments({
         client: input.client,
@@ -97,14 +112,6 @@ export async function runOpenAIChatToolCalls(
       }),
     })),
   });
-  return {
-    messages: calls.map((call, index) => ({
-      role: 'tool',
-      tool_call_id: call.id,
-      content: JSON.stringify(results[index]),
-    })),
-    results,
-  };
 }
 
 /** A Chat Completions tool call of any shape (function or custom), as id, name and raw argument text. */
@@ -131,18 +138,7 @@ export async function runOpenAIResponsesFunctionCalls(
   input: ProviderSession & { output: readonly unknown[]; strict?: StrictMode },
 ): Promise<{ items: OpenAIResponsesFunctionCallOutput[]; results: ToolResult[] }> {
   const calls = input.output.filter(isFunctionCall);
-  const results = await runModelToolCalls({
-    ...input,
-    calls: calls.map((call) => ({
-      name: call.name,
-      arguments: openAIArguments({
-        client: input.client,
-        name: call.name,
-        arguments: call.arguments,
-        strict: input.strict ?? true,
-      }),
-    })),
-  });
+  const results = await runOpenAICalls({ ...input, calls });
   return {
     items: calls.map((call, index) => ({
       type: 'function_call_output',

@@ -1,43 +1,28 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApproverKeysView } from 'toolgate';
-import { defaultConsoleUrl, enrolApproverKey, keyPaths, runCli } from 'toolgate';
+import { defaultConsoleUrl, enrolApproverKey, keyPaths } from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
+import { harnessCli } from '../support/cli-runner';
 
 // `toolgate approvers invite|keys|revoke` and `keys generate --operator`, against a running harness.
 
 let harness: ToolGateHarness;
+const cli = harnessCli(() => harness);
 
 beforeAll(async () => {
   harness = await startHarness({ address: temporalAddress() });
-  process.env.TOOLGATE_TEST_POLICY = harness.policyPath;
-  process.env.TOOLGATE_TEST_KEYS = harness.keysDirectory;
-  process.env.TOOLGATE_TEST_AUDIT = join(harness.keysDirectory, '..', 'cli-audit.sqlite');
+  cli.useHarnessFiles();
 });
 
 afterAll(async () => {
   await harness?.stop();
 });
 
-async function run(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
-  let out = '';
-  let error = '';
-  const common = [
-    '--config',
-    join(__dirname, '../support/test-toolgate.config.ts'),
-    '--address',
-    temporalAddress(),
-  ];
-  const code = await runCli([...argv, ...common, '--task-queue', harness.taskQueue], {
-    out: (text) => (out += `${text}\n`),
-    error: (text) => (error += `${text}\n`),
-  });
-  return { code, out, error };
-}
+const run = (...argv: string[]) => cli.run(...argv);
 
 describe('toolgate approvers', () => {
   it('writes an operator key pair with `keys generate --operator`', async () => {

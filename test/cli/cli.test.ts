@@ -10,35 +10,21 @@ import { runCli, searchAttributes } from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
+import { harnessCli, runCliCapturing } from '../support/cli-runner';
 
 let harness: ToolGateHarness;
+const cli = harnessCli(() => harness);
 
 beforeAll(async () => {
   harness = await startHarness({ address: temporalAddress() });
-  process.env.TOOLGATE_TEST_POLICY = harness.policyPath;
-  process.env.TOOLGATE_TEST_KEYS = harness.keysDirectory;
-  process.env.TOOLGATE_TEST_AUDIT = join(harness.keysDirectory, '..', 'cli-audit.sqlite');
+  cli.useHarnessFiles();
 });
 
 afterAll(async () => {
   await harness?.stop();
 });
 
-async function run(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
-  let out = '';
-  let error = '';
-  const common = [
-    '--config',
-    join(__dirname, '../support/test-toolgate.config.ts'),
-    '--address',
-    temporalAddress(),
-  ];
-  const code = await runCli([...argv, ...common, '--task-queue', harness.taskQueue], {
-    out: (text) => (out += `${text}\n`),
-    error: (text) => (error += `${text}\n`),
-  });
-  return { code, out, error };
-}
+const run = (...argv: string[]) => cli.run(...argv);
 
 /** `toolgate call` for one caller and tool; `extra` adds options such as `--session` or `--json`. */
 function call(caller: string, tool: string, args: string, ...extra: string[]) {
@@ -46,15 +32,7 @@ function call(caller: string, tool: string, args: string, ...extra: string[]) {
 }
 
 /** Runs the CLI with exactly `argv`, nothing added. */
-async function runAlone(...argv: string[]): Promise<{ code: number; out: string; error: string }> {
-  let out = '';
-  let error = '';
-  const code = await runCli(argv, {
-    out: (text) => (out += `${text}\n`),
-    error: (text) => (error += `${text}\n`),
-  });
-  return { code, out, error };
-}
+const runAlone = (...argv: string[]) => runCliCapturing(argv);
 
 /** Polls `read` until it returns a value (or throws), for at most `timeoutMs`. */
 async function waitFor<T>(read: () => T | undefined, timeoutMs = 90_000): Promise<T> {
