@@ -16,9 +16,14 @@ export interface OperatorRequestCheck {
   approver?: string;
 }
 
-/** The worker's verdict on an operator's request, recorded in the registry's history. */
-export type OperatorRequestVerdict =
-  { ok: true; policyVersion: string } | { ok: false; code: RegistryRefusalCode; reason: string };
+/**
+ * The worker's verdict on an operator's request, recorded in the registry's history, with the
+ * policy's operator keys (public) so the registry's validators can refuse forged requests before
+ * they reach its history (optional: verdicts recorded before it still replay).
+ */
+export type OperatorRequestVerdict = (
+  { ok: true; policyVersion: string } | { ok: false; code: RegistryRefusalCode; reason: string }
+) & { operators?: Record<string, string> };
 
 /**
  * The local activities behind approver keys: the call workflow asks the registry whether a key is
@@ -27,21 +32,31 @@ export type OperatorRequestVerdict =
  */
 export function createApproverKeyActivities(dependencies: { policy: () => LoadedPolicy }) {
   return {
-    /** The registry's status of one key now, on this worker's task queue; `unknown` when there is no registry. */
-    async approverKeyStatus(input: { keyId: string }): Promise<ApproverKeyStatus> {
+    /**
+     * The registry's status of one key now, on this worker's task queue; `unknown` when there is no
+     * registry. For an unknown key with `inviteId` named, also that invite's status.
+     */
+    async approverKeyStatus(input: { keyId: string; inviteId?: string }): Promise<ApproverKeyStatus> {
       const { client, info } = Context.current();
-      return readApproverKeyStatus({ client, taskQueue: info.taskQueue, keyId: input.keyId });
+      return readApproverKeyStatus({
+        client,
+        taskQueue: info.taskQueue,
+        keyId: input.keyId,
+        ...(input.inviteId !== undefined ? { inviteId: input.inviteId } : {}),
+      });
     },
 
     /** Whether `operator` is in the current policy and signed `value` as `kind` (and the invite's approver exists). */
     async checkOperatorSignature(input: OperatorRequestCheck): Promise<OperatorRequestVerdict> {
       const policy = dependencies.policy();
+      const operators = { operators: { ...policy.operators } };
       const publicKeyHex = ownValue(policy.operators, input.operator);
       if (!publicKeyHex) {
         return {
           ok: false,
           code: 'OPERATOR_UNKNOWN',
           reason: `no operator "${input.operator}" in the policy`,
+          ...operators,
         };
       }
       const signed = verifyWithNode({
@@ -51,16 +66,22 @@ export function createApproverKeyActivities(dependencies: { policy: () => Loaded
         publicKeyHex,
       });
       if (!signed) {
-        return { ok: false, code: 'SIGNATURE_INVALID', reason: `not signed with ${input.operator}'s key` };
+        return {
+          ok: false,
+          code: 'SIGNATURE_INVALID',
+          reason: `not signed with ${input.operator}'s key`,
+          ...operators,
+        };
       }
       if (input.approver !== undefined && !ownValue(policy.approvers, input.approver)) {
         return {
           ok: false,
           code: 'APPROVER_UNKNOWN',
           reason: `no approver "${input.approver}" in the policy`,
+          ...operators,
         };
       }
-      return { ok: true, policyVersion: policy.version };
+      return { ok: true, policyVersion: policy.version, ...operators };
     },
   };
 }

@@ -209,11 +209,17 @@ export async function listApproverKeys(
   };
 }
 
-/** The registry's status of one key now; `unknown` when there is no registry or no such key. */
+/**
+ * The registry's status of one key now; `unknown` when there is no registry or no such key, then with
+ * the status of `inviteId` (the invite the key's chain names) when it is given.
+ */
 export async function readApproverKeyStatus(
-  input: ApproverKeysTarget & { keyId: string },
+  input: ApproverKeysTarget & { keyId: string; inviteId?: string },
 ): Promise<ApproverKeyStatus> {
-  return keyStatusIn(await listApproverKeys(input), input.keyId);
+  const view = await listApproverKeys(input);
+  return input.inviteId === undefined
+    ? keyStatusIn(view, input.keyId)
+    : keyStatusIn(view, input.keyId, { inviteId: input.inviteId, nowMs: Date.now() });
 }
 
 /** The chain of an enrolled key, rebuilt from the registry (all of it public), for decisions signed with the key. */

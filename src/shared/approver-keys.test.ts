@@ -3,8 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { signEnrolment } from '../admin/approver-keys';
 import { publicKeyHex, signValue, verifyWithNode } from '../keys/key-files';
 import type { DecisionEnvelope } from './approval';
-import type { Invite, KeyChain } from './approver-keys';
-import { keyIdOf, verifyKeyChain } from './approver-keys';
+import type { ApproverKeysView, ApproverKeyView, Invite, KeyChain, VerifiedKey } from './approver-keys';
+import {
+  inviteStatusIn,
+  keyIdOf,
+  keyStatusIn,
+  LearnedKeyStatuses,
+  memoisedKeyChainVerifier,
+  verifyKeyChain,
+} from './approver-keys';
 import { judgeDecision } from './decision-rules';
 import { signedText, verifySignature } from './signatures';
 
@@ -140,5 +147,148 @@ describe('an enrolled key chain', () => {
       ok: false,
       code: 'SIGNATURE_INVALID',
     });
+  });
+});
+
+describe('a memoised chain verifier', () => {
+  it("gives verifyKeyChain's verdicts, for the same input from memory, and keeps at most its bound", () => {
+    const verify = memoisedKeyChainVerifier({ maxEntries: 2 });
+    const first = verify({ chain, operators, approver: 'alice' });
+    expect(first).toEqual(verifyKeyChain({ chain, operators, approver: 'alice' }));
+    // The same chain (another object with the same content) is answered from memory.
+    expect(verify({ chain: structuredClone(chain), operators, approver: 'alice' })).toBe(first);
+    // The verdict depends on the approver and the operators too: neither is taken from memory.
+    expect(verify({ chain, operators, approver: 'dave' }).ok).toBe(false);
+    expect(verify({ chain, operators: {}, approver: 'alice' }).ok).toBe(false);
+    // Bounded: the least recently used verdict was dropped, and is computed again (equal, not the same).
+    const again = verify({ chain, operators, approver: 'alice' });
+    expect(again).toEqual(first);
+    expect(again).not.toBe(first);
+  });
+
+  it('never throws on a value canonical JSON cannot digest', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(memoisedKeyChainVerifier()({ chain: cyclic, operators, approver: 'alice' })).toMatchObject({
+      ok: false,
+    });
+  });
+});
+
+describe("the registry's answer about a key it does not hold", () => {
+  const nowMs = Date.parse('2029-06-01T00:00:00Z');
+  const held = (inviteId: string, expiresAt: string, usedBy?: string) => ({
+    invite: { invite: { ...invite, inviteId, expiresAt }, signature: 'sig' },
+    addedAt: '2029-01-01T00:00:00Z',
+    ...(usedBy ? { usedBy } : {}),
+  });
+  const enrolledKey = { keyId: 'k-used', inviteId: 'inv-used' } as ApproverKeyView;
+  const view: ApproverKeysView = {
+    invites: [held('inv-open', '2029-06-02T00:00:00Z'), held('inv-late', '2029-05-01T00:00:00Z')],
+    // inv-used was dropped from the invites long ago: its key still says it was used.
+    keys: [enrolledKey],
+  };
+
+  it('says whether its invite is open, expired unused, used (by which key) or unknown', () => {
+    expect(inviteStatusIn(view, 'inv-open', nowMs)).toEqual({
+      status: 'open',
+      expiresAt: '2029-06-02T00:00:00Z',
+    });
+    expect(inviteStatusIn(view, 'inv-late', nowMs)).toMatchObject({ status: 'expired' });
+    expect(inviteStatusIn(view, 'inv-used', nowMs)).toEqual({ status: 'used', by: 'k-used' });
+    expect(inviteStatusIn(view, 'inv-never', nowMs)).toEqual({ status: 'unknown' });
+  });
+
+  it('tells the invite only when asked, so the answer without one is unchanged', () => {
+    expect(keyStatusIn(view, 'k-other')).toEqual({ status: 'unknown' });
+    expect(keyStatusIn(view, 'k-other', { inviteId: 'inv-used', nowMs })).toEqual({
+      status: 'unknown',
+      invite: { status: 'used', by: 'k-used' },
+    });
+    expect(keyStatusIn(view, 'k-used', { inviteId: 'inv-used', nowMs })).toMatchObject({
+      status: 'enrolled',
+    });
+  });
+});
+
+describe('what a call learns from the registry about enrolled keys', () => {
+  const verified = (_name: string, inviteId = 'inv-1'): VerifiedKey => {
+    const publicKey = publicKeyHex(pair().publicKey);
+    return { keyId: keyIdOf(publicKey), publicKeyHex: publicKey, approver: 'alice', inviteId };
+  };
+  const held = (key: VerifiedKey, revoked = false) =>
+    ({
+      keyId: key.keyId,
+      publicKeyHex: key.publicKeyHex,
+      approver: key.approver,
+      inviteId: key.inviteId,
+      ...(revoked ? { revoked: { at: 'then', operator: 'olivia', reason: 'lost' } } : {}),
+    }) as ApproverKeyView;
+
+  it('refuses a revoked key from then on, and no other key of its invite', () => {
+    const learned = new LearnedKeyStatuses();
+    const lost = verified('lost');
+    expect(learned.refusal(lost)).toBeUndefined();
+    expect(learned.learn(lost, { status: 'revoked', key: held(lost, true) })).toMatchObject({
+      code: 'KEY_REVOKED',
+    });
+    expect(learned.refusal(lost)).toMatchObject({ code: 'KEY_REVOKED' });
+    const sibling = learned.refusal(verified('sibling'));
+    expect(sibling?.code).toBe('KEY_UNKNOWN');
+    expect(sibling?.reason).toContain('enrolled another key');
+  });
+
+  it('once an invite is known used by K, refuses every other key chained to it and still asks about K', () => {
+    const learned = new LearnedKeyStatuses();
+    const legitimate = verified('laptop');
+    const minted = verified('eve');
+    expect(
+      learned.learn(minted, { status: 'unknown', invite: { status: 'used', by: legitimate.keyId } }),
+    ).toMatchObject({ code: 'KEY_UNKNOWN' });
+    for (let n = 0; n < 3; n++) {
+      expect(learned.refusal(verified(`eve-${n}`))).toMatchObject({ code: 'KEY_UNKNOWN' });
+    }
+    expect(learned.refusal(legitimate)).toBeUndefined();
+    expect(learned.isVerifiedEnrolled(legitimate)).toBe(false);
+    expect(learned.learn(legitimate, { status: 'enrolled', key: held(legitimate) })).toBeUndefined();
+    expect(learned.isVerifiedEnrolled(legitimate)).toBe(true);
+  });
+
+  it('refuses every key of an invite expired unused or unknown, but remembers nothing while it is open', () => {
+    const learned = new LearnedKeyStatuses();
+    const early = verified('early', 'inv-open');
+    expect(
+      learned.learn(early, {
+        status: 'unknown',
+        invite: { status: 'open', expiresAt: '2099-01-01T00:00:00Z' },
+      }),
+    ).toMatchObject({ code: 'KEY_UNKNOWN' });
+    // Its holder may enrol it a minute later: only the registry can tell.
+    expect(learned.refusal(early)).toBeUndefined();
+    learned.learn(verified('late', 'inv-late'), {
+      status: 'unknown',
+      invite: { status: 'expired', expiresAt: '2020-01-01T00:00:00Z' },
+    });
+    const late = learned.refusal(verified('late-2', 'inv-late'));
+    expect(late?.code).toBe('KEY_UNKNOWN');
+    expect(late?.reason).toContain('expired unused');
+    learned.learn(verified('nowhere', 'inv-nowhere'), { status: 'unknown', invite: { status: 'unknown' } });
+    expect(learned.refusal(verified('nowhere-2', 'inv-nowhere'))).toMatchObject({ code: 'KEY_UNKNOWN' });
+  });
+
+  it('remembers an unknown key whose answer tells no invite (recorded before answers did)', () => {
+    const learned = new LearnedKeyStatuses();
+    const stranger = verified('stranger');
+    learned.learn(stranger, { status: 'unknown' });
+    expect(learned.refusal(stranger)).toMatchObject({ code: 'KEY_UNKNOWN' });
+    expect(learned.refusal(verified('other'))).toBeUndefined();
+  });
+
+  it('does not take a registry key with the same id but another public key for this one', () => {
+    const learned = new LearnedKeyStatuses();
+    const key = verified('laptop');
+    const impostor = { ...held(key), publicKeyHex: publicKeyHex(pair().publicKey) };
+    expect(learned.learn(key, { status: 'enrolled', key: impostor })).toMatchObject({ code: 'KEY_UNKNOWN' });
+    expect(learned.isVerifiedEnrolled(key)).toBe(false);
   });
 });

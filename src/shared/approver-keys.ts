@@ -1,13 +1,14 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import { sha256Hex } from './canonical-json';
+import { digestOf, sha256Hex } from './canonical-json';
 import { ownValue } from './own-records';
 import { verifySignature } from './signatures';
 
 /*
  * Approvers' enrolled keys: an approver may hold several keys (CLI, laptop, phone), each enrolled
  * through an invite an operator signed, each revocable. What is signed, the pure checks of a key's
- * chain (shared by the call workflow's validator, the credential minter and the registry), and the
- * registry workflow's messages. Pure and sandbox-safe: no Node built-ins, no clock.
+ * chain (shared by the call workflow's validator, the credential minter and the registry), what a
+ * call learns from the registry's answers, and the registry workflow's messages. Pure and
+ * sandbox-safe: no Node built-ins, no clock.
  */
 
 /** An operator's invitation for one approver to enrol one key, proved by the invite key's private half. */
@@ -231,11 +232,27 @@ export interface ApproverKeysView {
   keys: ApproverKeyView[];
 }
 
-/** What the registry says of one key now; `enrolled` only when the key is there and not revoked. */
+/**
+ * What the registry knows of an invite, told along with a key it does not hold: whether that key may
+ * still be enrolled through it (`open`), or never will be (`used` by another key, `expired` unused,
+ * `unknown`: neither held nor used by any key).
+ */
+export type InviteStatus =
+  | { status: 'open'; expiresAt: string }
+  | { status: 'expired'; expiresAt: string }
+  /** `by` is the key id of the one key it enrolled. */
+  | { status: 'used'; by: string }
+  | { status: 'unknown' };
+
+/**
+ * What the registry says of one key now; `enrolled` only when the key is there and not revoked. An
+ * unknown key's answer tells its invite's status when the asker named the invite (optional, so answers
+ * recorded before it existed still replay).
+ */
 export type ApproverKeyStatus =
   | { status: 'enrolled'; key: ApproverKeyView }
   | { status: 'revoked'; key: ApproverKeyView }
-  | { status: 'unknown' };
+  | { status: 'unknown'; invite?: InviteStatus };
 
 /** The registry's answer to a change it accepted. */
 export interface RegistryReceipt {
@@ -253,11 +270,151 @@ export const revokeKeyUpdate = defineUpdate<RegistryReceipt, [SignedKeyRevocatio
 /** Reads the registry's contents; pure. */
 export const approverKeysQuery = defineQuery<ApproverKeysView>('approverKeys');
 
-/** The status of `keyId` in a registry view. */
-export function keyStatusIn(view: ApproverKeysView, keyId: string): ApproverKeyStatus {
+/**
+ * The status of `keyId` in a registry view; for an unknown key, with `invite` named, also that
+ * invite's status at `nowMs`. Pure.
+ */
+export function keyStatusIn(
+  view: ApproverKeysView,
+  keyId: string,
+  invite?: { inviteId: string; nowMs: number },
+): ApproverKeyStatus {
   const key = view.keys.find((candidate) => candidate.keyId === keyId);
-  if (!key) return { status: 'unknown' };
-  return key.revoked ? { status: 'revoked', key } : { status: 'enrolled', key };
+  if (key) return key.revoked ? { status: 'revoked', key } : { status: 'enrolled', key };
+  return invite
+    ? { status: 'unknown', invite: inviteStatusIn(view, invite.inviteId, invite.nowMs) }
+    : { status: 'unknown' };
+}
+
+/** The status of one invite in a registry view at `nowMs`: used (by which key), open, expired unused, or unknown. Pure. */
+export function inviteStatusIn(view: ApproverKeysView, inviteId: string, nowMs: number): InviteStatus {
+  // A used invite stays used after the registry dropped the invite itself: its key says so.
+  const user = view.keys.find((candidate) => candidate.inviteId === inviteId);
+  if (user) return { status: 'used', by: user.keyId };
+  const held = view.invites.find((candidate) => candidate.invite.invite.inviteId === inviteId);
+  if (!held) return { status: 'unknown' };
+  if (held.usedBy !== undefined) return { status: 'used', by: held.usedBy };
+  const { expiresAt } = held.invite.invite;
+  return Date.parse(expiresAt) <= nowMs ? { status: 'expired', expiresAt } : { status: 'open', expiresAt };
+}
+
+/**
+ * `verifyKeyChain` remembering its last `maxEntries` verdicts by the digest of its input (chain,
+ * operators, approver): a chain sent again costs a SHA-256, not three Ed25519 verifications. Same
+ * verdicts as `verifyKeyChain`; pure apart from its own bounded memory; never throws.
+ */
+export function memoisedKeyChainVerifier(
+  options: { maxEntries?: number } = {},
+): (input: Parameters<typeof verifyKeyChain>[0]) => KeyChainVerdict {
+  const maxEntries = Math.max(1, options.maxEntries ?? 128);
+  const verdicts = new Map<string, KeyChainVerdict>();
+  return (input) => {
+    let digest: string;
+    try {
+      digest = digestOf({ chain: input.chain, operators: input.operators ?? null, approver: input.approver });
+    } catch {
+      return verifyKeyChain(input);
+    }
+    const known = verdicts.get(digest);
+    if (known) {
+      // Most recently used last: the oldest entry is the one dropped.
+      verdicts.delete(digest);
+      verdicts.set(digest, known);
+      return known;
+    }
+    const verdict = verifyKeyChain(input);
+    verdicts.set(digest, verdict);
+    if (verdicts.size > maxEntries) {
+      const oldest = verdicts.keys().next();
+      if (!oldest.done) verdicts.delete(oldest.value);
+    }
+    return verdict;
+  };
+}
+
+/** Why a call refuses an enrolled key's decision without asking the registry again. */
+export interface KnownKeyRefusal {
+  code: 'KEY_REVOKED' | 'KEY_UNKNOWN';
+  reason: string;
+}
+
+/** What a call remembers of an invite: it enrolled `by` (a key id) and nothing else, or it enrols nothing. */
+type InviteFact = { status: 'used'; by: string } | { status: 'expired' } | { status: 'unknown' };
+
+/**
+ * What one call learned from the registry's answers about enrolled keys, so that its update validator
+ * refuses at once (leaving no history) what the registry already refused for good. Only facts that
+ * never change back are kept: a revoked key stays revoked; an invite enrols one key, so once used by
+ * K it enrols no other; an invite expired unused enrols nothing. A key the registry does not hold
+ * while its invite is still open is not remembered (its holder may enrol it a minute later); nor is a
+ * registry that did not answer. Pure and sandbox-safe: fed only by the handler's recorded answers, so
+ * a replay rebuilds the same memory.
+ */
+export class LearnedKeyStatuses {
+  private readonly revoked = new Set<string>();
+  private readonly unknown = new Set<string>();
+  private readonly enrolled = new Set<string>();
+  private readonly invites = new Map<string, InviteFact>();
+
+  /**
+   * Learns from the registry's answer about `key` (a chain that verified) and says whether the answer
+   * refuses it: `KEY_UNKNOWN` unless the registry holds this very key (same public key, approver and
+   * invite), `KEY_REVOKED` when it was revoked.
+   */
+  learn(key: VerifiedKey, answer: ApproverKeyStatus): KnownKeyRefusal | undefined {
+    const publicKeyHex = key.publicKeyHex.toLowerCase();
+    if (answer.status === 'unknown') {
+      const invite = answer.invite;
+      if (invite === undefined) this.unknown.add(publicKeyHex);
+      else if (invite.status === 'used') this.invites.set(key.inviteId, { status: 'used', by: invite.by });
+      else if (invite.status !== 'open') this.invites.set(key.inviteId, { status: invite.status });
+      return { code: 'KEY_UNKNOWN', reason: unknownReason(invite) };
+    }
+    const same =
+      answer.key.publicKeyHex.toLowerCase() === publicKeyHex &&
+      answer.key.approver === key.approver &&
+      answer.key.inviteId === key.inviteId;
+    if (!same) return { code: 'KEY_UNKNOWN', reason: 'this key is not enrolled for this approver' };
+    this.invites.set(key.inviteId, { status: 'used', by: answer.key.keyId });
+    if (answer.status === 'revoked') {
+      this.revoked.add(publicKeyHex);
+      this.enrolled.delete(publicKeyHex);
+      return { code: 'KEY_REVOKED', reason: 'this key was revoked' };
+    }
+    this.enrolled.add(publicKeyHex);
+    return undefined;
+  }
+
+  /** Why `key` is refused from what was learned already; undefined when only the registry can tell. */
+  refusal(key: VerifiedKey): KnownKeyRefusal | undefined {
+    const publicKeyHex = key.publicKeyHex.toLowerCase();
+    if (this.revoked.has(publicKeyHex)) return { code: 'KEY_REVOKED', reason: 'this key was revoked' };
+    if (this.unknown.has(publicKeyHex)) {
+      return { code: 'KEY_UNKNOWN', reason: 'this key is not enrolled for this approver' };
+    }
+    const invite = this.invites.get(key.inviteId);
+    if (invite === undefined || (invite.status === 'used' && invite.by === key.keyId)) return undefined;
+    return { code: 'KEY_UNKNOWN', reason: unknownReason(invite) };
+  }
+
+  /** True when the registry said, in an answer this call recorded, that `key` is enrolled (and has not said revoked since). */
+  isVerifiedEnrolled(key: VerifiedKey): boolean {
+    return this.enrolled.has(key.publicKeyHex.toLowerCase());
+  }
+}
+
+function unknownReason(invite: InviteFact | InviteStatus | undefined): string {
+  switch (invite?.status) {
+    case 'used':
+      return 'this key is not enrolled: its invite enrolled another key';
+    case 'expired':
+      return 'this key is not enrolled: its invite expired unused';
+    case 'unknown':
+      return 'this key is not enrolled: the registry does not know its invite';
+    case 'open':
+    case undefined:
+      return 'this key is not enrolled for this approver';
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -92,6 +92,8 @@ export function judgeDecision(input: {
   /** The policy's operators' public keys by name: an enrolled key's invite must be signed by one (none: no chain holds). */
   operators?: Readonly<Record<string, string>> | undefined;
   decidedBy: DecidedBy;
+  /** How a key chain is verified: `verifyKeyChain` unless given one with the same verdicts (the workflow's memoised one). */
+  verifyChain?: typeof verifyKeyChain;
 }): DecisionJudgement {
   const { decision, round } = input;
   if (!isSignedDecision(decision)) return refused('SIGNATURE_INVALID', 'not a signed decision');
@@ -100,7 +102,7 @@ export function judgeDecision(input: {
   if (!approver) return refused('APPROVER_UNKNOWN', 'no such approver');
   let key: VerifiedKey | undefined;
   if (decision.key !== undefined) {
-    const chain = verifyKeyChain({
+    const chain = (input.verifyChain ?? verifyKeyChain)({
       chain: decision.key,
       operators: input.operators,
       approver: envelope.approver,

@@ -7,8 +7,8 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { ApproverKeyActivities } from '../activities/approver-key-activities';
-import type { ApproverKeyStatus } from '../shared/approver-keys';
-import { keyIdOf, verifyKeyChain } from '../shared/approver-keys';
+import type { ApproverKeyStatus, KnownKeyRefusal, VerifiedKey } from '../shared/approver-keys';
+import { keyIdOf, LearnedKeyStatuses, memoisedKeyChainVerifier } from '../shared/approver-keys';
 import type { ApproverGrant } from '../shared/decision-rules';
 import type { ExecutionApproval, SignedDecision } from '../shared/approval';
 import { approvalNonce } from '../shared/approval';
@@ -40,6 +40,18 @@ const keyActivities = proxyLocalActivities<ApproverKeyActivities>({
   retry: { maximumAttempts: 3, initialInterval: '200ms' },
 });
 
+/**
+ * How many decisions signed with enrolled keys a round lets reach its handler and be refused there
+ * (the registry said unknown or revoked, or did not answer) before its validator takes enrolled keys
+ * only from keys this call already saw the registry vouch for. Each refusal in the handler is an
+ * accepted update, ~6 events of history, so without a cap a holder of many keys the validator cannot
+ * judge (chains that verify, through invites still open) could fill the call's history and exhaust its
+ * update budget. The trade-off: past the cap, an approver whose newly enrolled key this call never
+ * verified cannot approve this round with it; their approver key file (the CLI) still can, and a new
+ * round starts a new count.
+ */
+const maxKeyRefusalsPerRound = 16;
+
 /** One round: the preview an approver signs for, the decisions taken, its expiry. */
 class ApprovalRound {
   readonly nonce: string;
@@ -49,6 +61,8 @@ class ApprovalRound {
   readonly approvals: string[] = [];
   readonly accepted: SignedDecision[] = [];
   readonly usedSignatures: string[] = [];
+  /** Decisions signed with enrolled keys that the handler refused after asking the registry. */
+  keyRefusals = 0;
   denial?: { approver: string; reason: string };
 
   constructor(
@@ -110,11 +124,21 @@ class ApprovalRound {
  * of the arguments and of the preview the approvers read; the decision validator; quorum, denial and
  * expiry; and a new round when the world changed while the call waited (the re-checked preview
  * differs from the approved one). Decisions that do not hold are refused by the update's validator
- * with their decision code and leave no trace in history; the sink audits them.
+ * with their decision code and leave no trace in history; the sink audits them. Only an enrolled key
+ * the registry must be asked about reaches the handler first; what it answers is learned, and the
+ * refusals a round takes there are capped, so such keys cannot flood the history either.
  */
 export class CallApprovals {
   private round?: ApprovalRound;
   private readonly sinks = proxySinks<ToolGateSinks>();
+  /**
+   * What the registry's recorded answers taught this call (revoked keys, invites that enrol no other
+   * key): fed by the handler only, so a replay rebuilds it; read by the validator, whose refusals
+   * write no history.
+   */
+  private readonly learnedKeys = new LearnedKeyStatuses();
+  /** A chain sent again (a flood reuses one) costs a digest, not three Ed25519 verifications. */
+  private readonly verifyChain = memoisedKeyChainVerifier({ maxEntries: 128 });
 
   constructor(
     private readonly call: {
@@ -218,7 +242,9 @@ export class CallApprovals {
     if (decision.key !== undefined) {
       // An enrolled key: the validator verified its chain purely; only the registry knows whether it
       // is still enrolled, so it is asked now (a recorded local activity), and the round judged again.
-      const refusal = (await this.keyRefusal(decision)) ?? this.roundRefusal(round, decision);
+      const keyRefusal = await this.keyRefusal(decision);
+      if (keyRefusal) round.keyRefusals++;
+      const refusal = keyRefusal ?? this.roundRefusal(round, decision);
       if (refusal) throw this.refuse({ decision, ...refusal });
     }
     const receipt = round.apply(decision);
@@ -227,11 +253,14 @@ export class CallApprovals {
     return receipt;
   }
 
-  /** Why an enrolled key's decision does not count: the registry does not hold it enrolled now, or cannot say. */
+  /**
+   * Why an enrolled key's decision does not count: the registry does not hold it enrolled now, or
+   * cannot say. What the registry answered is learned, so the validator refuses the next attempts.
+   */
   private async keyRefusal(
     decision: SignedDecision,
   ): Promise<{ code: DecisionRefusalCode; reason: string } | undefined> {
-    const chain = verifyKeyChain({
+    const chain = this.verifyChain({
       chain: decision.key,
       operators: this.call.operators(),
       approver: decision.envelope.approver,
@@ -240,18 +269,34 @@ export class CallApprovals {
       return { code: 'SIGNATURE_INVALID', reason: `the key's chain does not hold: ${chain.reason}` };
     let found: ApproverKeyStatus;
     try {
-      found = await keyActivities.approverKeyStatus({ keyId: chain.key.keyId });
+      // The invite too: for a key it does not hold, the registry says whether that invite could
+      // still enrol it (answers recorded before carry no invite; they replay all the same).
+      found = await keyActivities.approverKeyStatus({
+        keyId: chain.key.keyId,
+        inviteId: chain.key.inviteId,
+      });
     } catch {
-      // Fail closed: a key nobody can vouch for right now approves nothing.
+      // Fail closed: a key nobody can vouch for right now approves nothing (and nothing is learned).
       return { code: 'KEY_UNKNOWN', reason: 'the key registry did not answer; try again' };
     }
-    const same =
-      found.status !== 'unknown' &&
-      found.key.publicKeyHex === chain.key.publicKeyHex &&
-      found.key.approver === chain.key.approver &&
-      found.key.inviteId === chain.key.inviteId;
-    if (!same) return { code: 'KEY_UNKNOWN', reason: 'this key is not enrolled for this approver' };
-    if (found.status === 'revoked') return { code: 'KEY_REVOKED', reason: 'this key was revoked' };
+    return this.learnedKeys.learn(chain.key, found);
+  }
+
+  /**
+   * The validator's refusal of an enrolled key without asking the registry: what this call learned
+   * already, then the round's cap on refusals in the handler (see `maxKeyRefusalsPerRound`).
+   */
+  private knownKeyRefusal(round: ApprovalRound, key: VerifiedKey): KnownKeyRefusal | undefined {
+    const learned = this.learnedKeys.refusal(key);
+    if (learned) return learned;
+    if (round.keyRefusals >= maxKeyRefusalsPerRound && !this.learnedKeys.isVerifiedEnrolled(key)) {
+      return {
+        code: 'KEY_UNKNOWN',
+        reason:
+          `this round refused ${round.keyRefusals} decisions signed with enrolled keys; it now accepts ` +
+          'only keys already verified enrolled in this call: sign with your approver key file (the CLI) instead',
+      };
+    }
     return undefined;
   }
 
@@ -311,8 +356,13 @@ export class CallApprovals {
       approvers: this.call.approvers(),
       operators: this.call.operators(),
       decidedBy: { signatures: round.usedSignatures, approvers: round.approvals },
+      verifyChain: this.verifyChain,
     });
     if (!judgement.ok) throw this.refuse({ decision, code: judgement.code, reason: judgement.reason });
+    // An enrolled key the registry already refused for good, or past the round's cap: refused here,
+    // where a refusal writes no history, instead of in the handler after a recorded lookup.
+    const known = judgement.key ? this.knownKeyRefusal(round, judgement.key) : undefined;
+    if (known) throw this.refuse({ decision, ...known });
   }
 
   private refuse(input: { decision: SignedDecision; code: DecisionRefusalCode; reason: string }): Error {

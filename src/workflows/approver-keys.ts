@@ -32,11 +32,16 @@ import {
   verifyEnrolment,
 } from '../shared/approver-keys';
 import type { RegistryRefusalCode } from '../shared/codes';
+import { nameRecord, ownValue } from '../shared/own-records';
+import type { SignedKind } from '../shared/signatures';
+import { verifySignature } from '../shared/signatures';
 import type { ToolGateSinks } from '../shared/temporal';
 
-/** What the registry carries across continue-as-new: its invites and keys. */
+/** What the registry carries across continue-as-new: its invites and keys, and the operator keys it last recorded. */
 export interface ApproverKeysInput {
   carried?: ApproverKeysView;
+  /** The operators' public keys from the policy's last recorded answer, and when the registry asked (ISO). */
+  operatorKeys?: { keys: Record<string, string>; askedAt: string };
   /** Continue as new after this many accepted changes in one run (default 500), besides Temporal's suggestion. */
   continueAsNewAfter?: number;
 }
@@ -53,6 +58,87 @@ const operatorChecks = proxyLocalActivities<ApproverKeyActivities>({
 });
 
 type Refusal = { code: RegistryRefusalCode; reason: string };
+
+/**
+ * How long the validators trust the operator keys the policy last gave: past this since the handler
+ * last asked the policy, a request they cannot verify goes on to the handler, which asks again.
+ */
+const operatorKeysTrustedForMs = 10 * 60 * 1000;
+
+/**
+ * The operators' public keys as the worker's policy last told this registry, for the validators.
+ *
+ * Why like this: the workflow holds no policy, and its input is not a source of trust (whoever
+ * starts it could name any key), so the keys come from the only trusted source it has, the handler's
+ * recorded `checkOperatorSignature` answers, which carry the policy's operator keys (answers recorded
+ * before they did teach nothing). State fed by recorded answers only is rebuilt identically on
+ * replay, and asking nothing new adds no command, so recorded histories still replay. The validator checks a request's signature against these keys, so
+ * a forged invite or revocation is refused before it reaches history; the handler still asks the
+ * current policy and stays the final check (an operator removed from the policy is refused there).
+ * Keys learned a while ago may be stale: an operator added to the policy since, or whose key was
+ * rotated, would be refused forever if nothing asked again. So once `operatorKeysTrustedForMs` has
+ * passed since the last ask, one request the keys do not verify may reach the handler, which asks the
+ * policy (and refreshes the keys) at once: a forger gets at most one accepted update per period, a
+ * rotated operator waits at most that long. Before the registry learned any keys (a new registry),
+ * the handler checks alone.
+ */
+class OperatorKeys {
+  private keys?: Record<string, string>;
+  private askedAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(carried: ApproverKeysInput['operatorKeys']) {
+    if (carried && isStringRecord(carried.keys)) {
+      this.keys = nameRecord(carried.keys);
+      const askedAtMs = Date.parse(carried.askedAt);
+      if (!Number.isNaN(askedAtMs)) this.askedAtMs = askedAtMs;
+    }
+  }
+
+  /** The handler is asking the policy now (set before it waits, so concurrent validators see it). */
+  asking(nowMs: number): void {
+    this.askedAtMs = nowMs;
+  }
+
+  /** The policy's operator keys from a recorded answer; answers recorded before they carried keys teach nothing. */
+  learn(keys: unknown): void {
+    if (isStringRecord(keys)) this.keys = nameRecord(keys);
+  }
+
+  /** Why the validator refuses an operator's request, from the keys it knows; undefined when the handler must decide. */
+  refusal(
+    request: { kind: SignedKind; value: unknown; signature: string; operator: string },
+    nowMs: number,
+  ): Refusal | undefined {
+    if (!this.keys || nowMs - this.askedAtMs >= operatorKeysTrustedForMs) return undefined;
+    const publicKeyHex = ownValue(this.keys, request.operator);
+    if (!publicKeyHex) {
+      return { code: 'OPERATOR_UNKNOWN', reason: `no operator "${request.operator}" in the policy` };
+    }
+    const signed = verifySignature({
+      kind: request.kind,
+      value: request.value,
+      signature: request.signature,
+      publicKeyHex,
+    });
+    return signed
+      ? undefined
+      : { code: 'SIGNATURE_INVALID', reason: `not signed with ${request.operator}'s key` };
+  }
+
+  carry(): ApproverKeysInput['operatorKeys'] {
+    if (!this.keys || !Number.isFinite(this.askedAtMs)) return undefined;
+    return { keys: { ...this.keys }, askedAt: new Date(this.askedAtMs).toISOString() };
+  }
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((item) => typeof item === 'string')
+  );
+}
 
 /**
  * The invites and enrolled keys, with the rules a change must pass. Pure apart from the clock the
@@ -170,14 +256,16 @@ class ApproverKeyRegistry {
 /**
  * The approver-key registry: one long-lived workflow per task queue (started on first use by
  * update-with-start) holding operator-signed invites and the keys enrolled through them. Validators
- * refuse with stable codes before anything is recorded; an operator's signature is checked against
- * the worker's current policy by a recorded local activity. Every attempt is audited through the
+ * refuse with stable codes before anything is recorded; an operator's signature is checked by the
+ * validator against the operator keys the registry recorded (see `OperatorKeys`), then against the
+ * worker's current policy by a recorded local activity. Every attempt is audited through the
  * worker's sink. State crosses continue-as-new only from the registry's own previous run: a run
  * started with forged state starts empty (every enrolled key then unknown: it fails closed).
  */
 export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promise<void> {
-  const carried = workflowInfo().continuedFromExecutionRunId !== undefined ? input.carried : undefined;
-  const registry = new ApproverKeyRegistry(carried);
+  const continued = workflowInfo().continuedFromExecutionRunId !== undefined;
+  const registry = new ApproverKeyRegistry(continued ? input.carried : undefined);
+  const operatorKeys = new OperatorKeys(continued ? input.operatorKeys : undefined);
   const sinks = proxySinks<ToolGateSinks>();
   const threshold = Math.max(1, input.continueAsNewAfter ?? 500);
   let changes = 0;
@@ -200,8 +288,11 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
   const operatorRefusal = (verdict: OperatorRequestVerdict): Refusal | undefined =>
     verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
   const askPolicy = async (check: Parameters<ApproverKeyActivities['checkOperatorSignature']>[0]) => {
+    operatorKeys.asking(Date.now());
     try {
-      return operatorRefusal(await operatorChecks.checkOperatorSignature(check));
+      const verdict = await operatorChecks.checkOperatorSignature(check);
+      operatorKeys.learn(verdict.operators);
+      return operatorRefusal(verdict);
     } catch {
       return { code: 'OPERATOR_UNKNOWN' as const, reason: 'the policy could not be read; try again' };
     }
@@ -229,8 +320,20 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
       return { accepted: true, inviteId: invite.inviteId };
     },
     {
+      // The operator's signature first (as the handler asks the policy first), against the keys
+      // the registry recorded: a forged invite is refused here and leaves no history.
       validator: (signed: SignedInvite) => {
-        const refusal = registry.inviteRefusal(signed, Date.now());
+        const refusal = isSignedInvite(signed)
+          ? (operatorKeys.refusal(
+              {
+                kind: 'invite',
+                value: signed.invite,
+                signature: signed.signature,
+                operator: signed.invite.operator,
+              },
+              Date.now(),
+            ) ?? registry.inviteRefusal(signed, Date.now()))
+          : registry.inviteRefusal(signed, Date.now());
         if (refusal) throw refuse(refusal, { action: 'addInvite', ...inviteFields(signed) });
       },
     },
@@ -281,8 +384,19 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
       return { accepted: true, keyId: key.keyId };
     },
     {
+      // As for invites: a revocation not signed by an operator the registry knows leaves no history.
       validator: (signed: SignedKeyRevocation) => {
-        const refusal = registry.revocationRefusal(signed);
+        const refusal = isSignedKeyRevocation(signed)
+          ? (operatorKeys.refusal(
+              {
+                kind: 'key-revocation',
+                value: signed.revocation,
+                signature: signed.signature,
+                operator: signed.revocation.operator,
+              },
+              Date.now(),
+            ) ?? registry.revocationRefusal(signed))
+          : registry.revocationRefusal(signed);
         if (refusal) throw refuse(refusal, { action: 'revokeKey', ...revocationFields(signed) });
       },
     },
@@ -290,9 +404,11 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
 
   await condition(() => changes >= threshold || workflowInfo().continueAsNewSuggested);
   await condition(allHandlersFinished);
+  const carriedKeys = operatorKeys.carry();
   await continueAsNew<typeof toolgateApproverKeys>({
     carried: registry.carry(Date.now()),
     continueAsNewAfter: threshold,
+    ...(carriedKeys ? { operatorKeys: carriedKeys } : {}),
   });
 }
 
