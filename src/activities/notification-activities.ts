@@ -6,7 +6,7 @@ import { webhookMessage } from '../notifications/webhook-message';
 import { signWebhookPayload } from '../notifications/webhook-signature';
 import type { ApprovalNotice, NoticeDelivery } from '../shared/notifications';
 
-/** The ApplicationFailure types a delivery raises; the workflow only logs them. */
+/** The ApplicationFailure types a delivery raises; the notifier audits a delivery that finally failed. */
 export const notificationFailureTypes = {
   /** The receiver did not take it now (network, timeout, 408, 429, 5xx): retried. */
   undelivered: 'NOTIFICATION_UNDELIVERED',
@@ -75,10 +75,10 @@ export function createNotificationActivities(dependencies: {
         status = response.status;
         await response.body?.cancel();
       } catch (error) {
-        throw ApplicationFailure.retryable(
-          `channel "${notice.channel}" could not be reached: ${(error as Error).message}`,
-          notificationFailureTypes.undelivered,
-        );
+        throw undelivered({
+          message: `channel "${notice.channel}" could not be reached: ${(error as Error).message}`,
+          attempt,
+        });
       }
       const record = {
         eventId: notice.eventId,
@@ -104,12 +104,67 @@ export function createNotificationActivities(dependencies: {
           notificationFailureTypes.refused,
         );
       }
-      throw ApplicationFailure.retryable(
-        `channel "${notice.channel}" answered HTTP ${status}`,
-        notificationFailureTypes.undelivered,
-      );
+      throw undelivered({
+        message: `channel "${notice.channel}" answered HTTP ${status}`,
+        attempt,
+        httpStatus: status,
+      });
+    },
+
+    /**
+     * Audits a delivery that never reached its channel (retries ran out, its round ended first, the
+     * channel is gone), so an operator sees the lost notification. Idempotent: a delivery already
+     * audited for this event and channel (delivered or refused) stays as it was.
+     */
+    async recordUndeliveredNotification(input: UndeliveredNotice): Promise<void> {
+      const { notice } = input;
+      const recorded = audit.appendNotificationDelivery({
+        eventId: notice.eventId,
+        channel: notice.channel,
+        callId: notice.callId,
+        event: notice.event,
+        outcome: 'failed',
+        reason: input.reason,
+        ...(input.httpStatus !== undefined ? { httpStatus: input.httpStatus } : {}),
+        ...(input.attempt !== undefined ? { attempt: input.attempt } : {}),
+      });
+      if (recorded) {
+        log.warn('approval notification was not delivered', {
+          channel: notice.channel,
+          eventId: notice.eventId,
+          reason: input.reason,
+        });
+      }
     },
   };
+}
+
+/** A delivery that never reached its channel, as the notifier audits it. */
+export interface UndeliveredNotice {
+  notice: ApprovalNotice;
+  reason: string;
+  httpStatus?: number;
+  attempt?: number;
+}
+
+/** What an undelivered attempt tells the notifier, in its failure's details. */
+export interface UndeliveredAttempt {
+  attempt: number;
+  httpStatus?: number;
+}
+
+/** A failed attempt, retried by the notifier's policy; its details say which attempt and what the channel answered. */
+function undelivered(input: { message: string } & UndeliveredAttempt): ApplicationFailure {
+  const details: UndeliveredAttempt = {
+    attempt: input.attempt,
+    ...(input.httpStatus !== undefined ? { httpStatus: input.httpStatus } : {}),
+  };
+  return ApplicationFailure.create({
+    message: input.message,
+    type: notificationFailureTypes.undelivered,
+    nonRetryable: false,
+    details: [details],
+  });
 }
 
 /** The notification activities, as the workflow imports their types. */

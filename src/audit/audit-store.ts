@@ -57,17 +57,32 @@ export function admissionRefusalRecord(refusal: AdmissionRefusal): AuditRecord {
   };
 }
 
-/** One webhook delivery of an approval notification: an event to one channel, and what the receiver answered. */
-export interface NotificationDelivery {
+/**
+ * One webhook delivery of an approval notification: an event to one channel, and how it ended. One
+ * row per event and channel: the first outcome recorded is the one that holds.
+ */
+export type NotificationDelivery = {
   eventId: string;
   channel: string;
   callId: string;
   event: string;
-  /** `delivered` (a 2xx answer) or `refused` (a 4xx other than 408 and 429: not retried). */
-  outcome: 'delivered' | 'refused';
-  httpStatus: number;
-  attempt: number;
-}
+} & (
+  | {
+      /** `delivered` (a 2xx answer) or `refused` (a 4xx other than 408 and 429: not retried). */
+      outcome: 'delivered' | 'refused';
+      httpStatus: number;
+      attempt: number;
+    }
+  | {
+      /** `failed`: never delivered (retries ran out, its round ended first, the channel is gone). */
+      outcome: 'failed';
+      reason: string;
+      /** The last answer's status, when the channel answered at all. */
+      httpStatus?: number;
+      /** The last attempt's number, when known. */
+      attempt?: number;
+    }
+);
 
 /** An append-only store of audit records. */
 export interface AuditStore {
@@ -85,7 +100,7 @@ export interface AuditStore {
   appendRegistryEvent(event: RegistryEvent): boolean;
   /** Registry changes attempted, oldest first. */
   registryEvents(): (RegistryEvent & { recordedAt: string })[];
-  /** Appends a webhook delivery (an event to a channel, delivered or refused); the same (event id, channel) twice writes once. */
+  /** Appends a webhook delivery (an event to a channel: delivered, refused or failed); the same (event id, channel) twice writes once. */
   appendNotificationDelivery(delivery: NotificationDelivery): boolean;
   /** Every webhook delivery of a call, oldest first. */
   notificationDeliveriesOf(callId: string): (NotificationDelivery & { recordedAt: string })[];

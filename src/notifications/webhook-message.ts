@@ -23,38 +23,49 @@ export interface WebhookMessage {
 /**
  * One event as a Slack-compatible message (incoming webhooks read `text`; `blocks` render richer)
  * with toolgate's fields beside it for receivers of their own. Pure: the same notice, the same body.
+ * Every value set into `text` and `blocks` is escaped for Slack (`&`, `<`, `>`), so a summary or a
+ * reason never renders as a link, a mention or a channel-wide ping; toolgate's own fields stay as
+ * they are, for a receiver to escape for wherever it shows them.
  */
 export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: string }): WebhookMessage {
   const { notice } = input;
   const link = input.consoleUrl ? `${input.consoleUrl}/calls/${encodeURIComponent(notice.callId)}` : null;
-  const who = `${notice.summary} by ${notice.caller}`;
-  const expires = `${notice.expiresAt.slice(11, 16)} UTC`;
+  const summary = slackEscaped(notice.summary);
+  const caller = slackEscaped(notice.caller);
+  const riskLevel = slackEscaped(notice.riskLevel);
+  const who = `${summary} by ${caller}`;
+  const expires = `${slackEscaped(notice.expiresAt.slice(11, 16))} UTC`;
   const { ending } = notice;
   let line: string;
   switch (notice.event) {
     case 'approval-requested':
-      line = `${who} waits for approval (${notice.riskLevel}), expires ${expires}`;
+      line = `${who} waits for approval (${riskLevel}), expires ${expires}`;
       break;
     case 'approval-escalated':
-      line = `Still undecided: ${who} waits for approval (${notice.riskLevel}), expires ${expires}`;
+      line = `Still undecided: ${who} waits for approval (${riskLevel}), expires ${expires}`;
       break;
     case 'approval-expired':
-      line = `Expired without a decision: ${who} (${notice.riskLevel}) was not run`;
+      line = `Expired without a decision: ${who} (${riskLevel}) was not run`;
       break;
     case 'approval-decided':
       line =
         ending?.state === 'denied'
-          ? `Denied by ${ending.approver}: ${who} (${notice.riskLevel}), reason: ${ending.reason}`
-          : `Approved by ${ending?.state === 'approved' ? ending.approvers.join(', ') : 'its approvers'}: ${who} (${notice.riskLevel})`;
+          ? `Denied by ${slackEscaped(ending.approver)}: ${who} (${riskLevel}), reason: ${slackEscaped(ending.reason)}`
+          : `Approved by ${ending?.state === 'approved' ? ending.approvers.map(slackEscaped).join(', ') : 'its approvers'}: ${who} (${riskLevel})`;
       break;
   }
-  const text = link ? `${line} — ${link}` : line;
+  // The link is the console's (config) and the call id, encoded: escaped all the same, as Slack asks.
+  const escapedLink = link === null ? null : slackEscaped(link);
+  const text = escapedLink ? `${line} — ${escapedLink}` : line;
   return {
     text,
     blocks: [
       {
         type: 'section',
-        text: { type: 'mrkdwn', text: link ? `${line}\n<${link}|Open in the console>` : line },
+        text: {
+          type: 'mrkdwn',
+          text: escapedLink ? `${line}\n<${escapedLink.replace(/\|/g, '%7C')}|Open in the console>` : line,
+        },
       },
     ],
     event: notice.event,
@@ -71,4 +82,12 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
     ...(ending?.state === 'approved' ? { approvers: ending.approvers } : {}),
     ...(ending?.state === 'denied' ? { approvers: [ending.approver], reason: ending.reason } : {}),
   };
+}
+
+/**
+ * A value as Slack's text shows it literally: `&`, `<` and `>` as `&amp;`, `&lt;` and `&gt;` (Slack's
+ * control characters: `<...>` is a link, a mention or `<!channel>`). Nothing else is touched.
+ */
+export function slackEscaped(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }

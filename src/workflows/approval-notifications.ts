@@ -1,135 +1,104 @@
-import { condition, log, proxyActivities } from '@temporalio/workflow';
-import type { NotificationActivities } from '../activities/notification-activities';
-import type {
-  ApprovalNotice,
-  ApprovalNotificationPlan,
-  NotificationEvent,
-  RoundEnding,
-} from '../shared/notifications';
-import { notificationEventId } from '../shared/notifications';
+import {
+  CancellationScope,
+  ChildWorkflowCancellationType,
+  log,
+  ParentClosePolicy,
+  startChild,
+} from '@temporalio/workflow';
+import type { ChildWorkflowHandle } from '@temporalio/workflow';
+import type { NotifiedCall, NotifiedRound } from '../shared/approval-notifier';
+import {
+  approvalNotifierWorkflowId,
+  approvalNotifierWorkflowType,
+  callClosedSignal,
+  roundEndedSignal,
+  roundOpenedSignal,
+} from '../shared/approval-notifier';
+import type { ApprovalNotificationPlan, RoundEnding } from '../shared/notifications';
 import type { ApprovalView } from '../shared/temporal';
+import type { toolgateApprovalNotifications } from './approval-notifier';
 
-// One activity per event and channel: a channel that fails retries alone, one that took it is not
-// posted again. Backoff from 0.5 s doubling to 1 min, 10 attempts: about three minutes in all.
-const notificationActivities = proxyActivities<NotificationActivities>({
-  startToCloseTimeout: '15s',
-  retry: {
-    initialInterval: '500ms',
-    backoffCoefficient: 2,
-    maximumInterval: '1m',
-    maximumAttempts: 10,
-  },
-});
+type Notifier = ChildWorkflowHandle<typeof toolgateApprovalNotifications>;
 
 /**
- * A call's approval notifications: what the channels in the evaluation's recorded plan are told when a
- * round opens, stays undecided past the escalation delay, and ends. Deliveries run beside the wait and
- * never block it; `settle()` waits for every one before the run closes. Without a plan it schedules
- * nothing, so a call of a deployment without notifications has the same commands as before.
+ * A call's approval notifications, from the call's side. The first round that opens starts the
+ * notifier (`toolgateApprovalNotifications`, a child the call abandons when it closes) with the plan
+ * the evaluation recorded; later rounds and their ends are signalled to it in order, and `closed()`
+ * tells it the call closes. The call never waits for a webhook: `closed()` waits only for the server
+ * to take these messages. Without a plan it sends nothing, so a call of a deployment without
+ * notifications has the same commands as before.
  */
 export class ApprovalNotifications {
-  private readonly deliveries: Promise<void>[] = [];
-  private readonly endedRounds = new Set<number>();
-  private readonly escalatedRounds = new Set<number>();
-  private closing = false;
+  /** The notifier's start, then each signal after the one before: it hears the rounds in order. */
+  private messages?: Promise<Notifier | undefined>;
 
   constructor(
-    private readonly call: {
-      callId: string;
-      runId: string;
-      tool: string;
-      caller: string;
-      summary: string;
-      riskLevel: string;
-      /** How long a round waits before it expires: an escalation at or after it never fires. */
-      windowMs: number;
-    },
+    private readonly call: NotifiedCall,
     private readonly plan: ApprovalNotificationPlan | undefined,
   ) {}
 
-  /** A round opened: tell the waiting channels, and escalate if nobody decides in time. */
+  /** A round opened: the first starts the notifier, a later one is signalled to it. */
   opened(round: ApprovalView): void {
     if (!this.plan) return;
-    this.send({ event: 'approval-requested', round, channels: this.plan.waiting });
-    const { escalation } = this.plan;
-    if (escalation && escalation.afterMs < this.call.windowMs) {
-      // A cancelled run cancels the timer too: nothing to escalate then.
-      this.deliveries.push(this.escalateUnlessEnded(round, escalation).catch(() => undefined));
+    if (!this.messages) {
+      this.messages = this.start(this.plan, notifiedRound(round));
+      return;
     }
+    this.tell((notifier) => notifier.signal(roundOpenedSignal, notifiedRound(round)));
   }
 
-  /** A round ended (approved, denied or expired): cancel its escalation and post the follow-up. */
+  /** A round ended (approved, denied or expired): the notifier cancels its escalation and follows up. */
   ended(round: ApprovalView, ending: RoundEnding): void {
-    this.endedRounds.add(round.round);
-    if (!this.plan?.followUp) return;
-    const channels = [
-      ...this.plan.waiting,
-      ...(this.escalatedRounds.has(round.round) ? (this.plan.escalation?.channels ?? []) : []),
-    ];
-    this.send({
-      event: ending.state === 'expired' ? 'approval-expired' : 'approval-decided',
-      round,
-      channels: [...new Set(channels)],
-      ending,
-    });
+    this.tell((notifier) => notifier.signal(roundEndedSignal, { round: notifiedRound(round), ending }));
   }
 
-  /** Waits for every delivery (each retried on its own; a failed one is logged, never thrown). */
-  async settle(): Promise<void> {
-    this.closing = true;
-    while (this.deliveries.length) await Promise.all(this.deliveries.splice(0));
+  /** The call recorded its answer: tells the notifier, and waits until the server took every message. */
+  async closed(): Promise<void> {
+    this.tell((notifier) => notifier.signal(callClosedSignal));
+    await this.messages;
   }
 
-  /** A durable timer raced against the round's end; the end cancels it. */
-  private async escalateUnlessEnded(
-    round: ApprovalView,
-    escalation: { afterMs: number; channels: string[] },
-  ): Promise<void> {
-    const ended = await condition(
-      () => this.closing || this.endedRounds.has(round.round),
-      escalation.afterMs,
-    );
-    if (ended) return;
-    this.escalatedRounds.add(round.round);
-    this.send({ event: 'approval-escalated', round, channels: escalation.channels });
-  }
-
-  private send(input: {
-    event: NotificationEvent;
-    round: ApprovalView;
-    channels: string[];
-    ending?: RoundEnding;
-  }): void {
+  private async start(
+    plan: ApprovalNotificationPlan,
+    firstRound: NotifiedRound,
+  ): Promise<Notifier | undefined> {
     const { call } = this;
-    const eventId = notificationEventId({
-      callId: call.callId,
-      runId: call.runId,
-      round: input.round.round,
-      event: input.event,
-    });
-    for (const channel of input.channels) {
-      const notice: ApprovalNotice = {
-        channel,
-        event: input.event,
-        eventId,
-        callId: call.callId,
-        runId: call.runId,
-        round: input.round.round,
-        tool: call.tool,
-        caller: call.caller,
-        riskLevel: input.round.riskLevel,
-        summary: call.summary,
-        expiresAt: input.round.expiresAt,
-        ...(input.ending ? { ending: input.ending } : {}),
-      };
-      this.deliveries.push(
-        notificationActivities.notifyApprovalChannel(notice).then(
-          () => undefined,
-          (error: unknown) => {
-            log.warn('approval notification was not delivered', { eventId, channel, error: String(error) });
-          },
-        ),
+    try {
+      // Not cancellable, and abandoned: the call's end, however it ends, never ends its notifications.
+      return await CancellationScope.nonCancellable(() =>
+        startChild<typeof toolgateApprovalNotifications>(approvalNotifierWorkflowType, {
+          workflowId: approvalNotifierWorkflowId(call),
+          args: [{ call, plan, firstRound }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          cancellationType: ChildWorkflowCancellationType.ABANDON,
+          staticSummary: `approval notifications: ${call.tool} for ${call.caller}`,
+        }),
       );
+    } catch (error) {
+      log.warn('approval notifications could not start', { callId: call.callId, error: String(error) });
+      return undefined;
     }
   }
+
+  /** Sends one signal once the previous message was taken; a notifier that is gone hears no more. */
+  private tell(signal: (notifier: Notifier) => Promise<void>): void {
+    if (!this.messages) return;
+    this.messages = this.messages.then(async (notifier) => {
+      if (!notifier) return undefined;
+      try {
+        await CancellationScope.nonCancellable(() => signal(notifier));
+        return notifier;
+      } catch (error) {
+        log.warn('approval notifications could not be told', {
+          callId: this.call.callId,
+          error: String(error),
+        });
+        return undefined;
+      }
+    });
+  }
+}
+
+function notifiedRound(round: ApprovalView): NotifiedRound {
+  return { round: round.round, riskLevel: round.riskLevel, expiresAt: round.expiresAt };
 }

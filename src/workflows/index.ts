@@ -2,3 +2,4 @@
 export { toolCall } from './tool-call';
 export { toolSession } from './session';
 export { toolgateApproverKeys } from './approver-keys';
+export { toolgateApprovalNotifications } from './approval-notifier';

@@ -80,8 +80,8 @@ export async function toolCall(input: ToolCallInput): Promise<ToolResult> {
     result = call.reject({ code: 'INTERNAL_ERROR', message: internalErrorMessage });
   }
   await call.finish(result);
-  // After the answer is recorded, so a slow webhook never delays the call's result; before the close.
-  await call.notifications?.settle();
+  // Tells the notifications' own workflow that the call closes; it never waits for a webhook.
+  await call.notifications?.closed();
   await condition(allHandlersFinished);
   if (result.ok) return result;
   throw ApplicationFailure.create({
@@ -455,7 +455,6 @@ class CallRun {
         tool: evaluated.tool,
         caller: this.proposal.caller,
         summary: evaluated.summary,
-        riskLevel: evaluated.riskLevel,
         windowMs: requirement.windowMs,
       },
       requirement.notifications,

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { searchAttributes } from 'toolgate';
 import { verifyWebhookSignature } from 'toolgate/backend';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -101,6 +102,21 @@ async function runIdOf(callId: string): Promise<string> {
   return (await harness.temporal.workflow.getHandle(callId).describe()).runId;
 }
 
+/** The workflow the call started to deliver its notifications, found in the call's history. */
+async function notifierOf(callId: string) {
+  const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
+  const started = history.events
+    ?.map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes)
+    .find((attributes) => attributes);
+  expect(started?.workflowType?.name).toBe('toolgateApprovalNotifications');
+  return harness.temporal.workflow.getHandle(String(started?.workflowId));
+}
+
+/** Waits until the call's notifier finished: once the call closed and every delivery is done. */
+async function deliveriesDone(callId: string): Promise<void> {
+  await (await notifierOf(callId)).result();
+}
+
 describe('approval notifications', () => {
   it('posts one signed Slack-compatible message when a refund waits, and one follow-up when it is approved', async () => {
     const pending = await proposeRefund();
@@ -149,7 +165,8 @@ describe('approval notifications', () => {
     });
     expect(await appliedRefunds()).toBe(1);
 
-    // The run closes only once its deliveries are done: what reached the receiver is final.
+    // The follow-up may reach the receiver after the answer: once the notifier finished, it is final.
+    await deliveriesDone(callId);
     const posts = receiver.of(callId);
     expect(posts.map((post) => [post.path, post.json.event, post.answered])).toEqual([
       ['/approvers', 'approval-requested', 200],
@@ -174,6 +191,7 @@ describe('approval notifications', () => {
     await decide(callId, 'alice', 'deny', 'approve 2590, not 25900');
     expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_DENIED' });
     await harness.restartWorker();
+    await deliveriesDone(callId);
     const events = receiver
       .of(callId)
       .filter((post) => post.path === '/approvers')
@@ -198,6 +216,7 @@ describe('approval notifications', () => {
     expect(escalated.headers['x-toolgate-signature']).toBeUndefined(); // the on-call channel has no secret
     await decide(callId, 'bob', 'deny', 'not today');
     expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_DENIED' });
+    await deliveriesDone(callId);
     const summary = receiver.of(callId).map((post) => `${post.path} ${String(post.json.event)}`);
     expect(summary.sort()).toEqual([
       '/approvers approval-decided',
@@ -230,6 +249,7 @@ describe('approval notifications', () => {
     }
     await decide(callId, 'alice', 'deny', 'testing a flaky channel');
     await harness.client.result(callId, { wait: true });
+    await deliveriesDone(callId);
     expect(accepted(callId, '/approvers', 'approval-requested')).toHaveLength(1);
     expect(
       harness.audit
@@ -242,6 +262,7 @@ describe('approval notifications', () => {
     // hasty-bot's approvals expire after 1 s, before the escalation delay: no escalation either.
     const { callId } = await proposeRefund({}, 'hasty-bot');
     expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_EXPIRED' });
+    await deliveriesDone(callId);
     const posts = receiver.of(callId);
     expect(posts.map((post) => `${post.path} ${String(post.json.event)}`)).toEqual([
       '/approvers approval-requested',
@@ -252,5 +273,41 @@ describe('approval notifications', () => {
       /^Expired without a decision: refund 2590 BRL on ORD-1001 by hasty-bot/,
     );
     expect(posts[1]?.body).not.toMatch(/denied/i);
+  });
+
+  it("escapes an approver's reason in the follow-up's Slack text, so it can ping nobody", async () => {
+    const { callId } = await proposeRefund();
+    await delivered(callId, '/approvers', 'approval-requested');
+    await decide(callId, 'bob', 'deny', '<!channel> see <https://evil.example|Open in the console> & more');
+    const followUp = await delivered(callId, '/approvers', 'approval-decided');
+    const escaped = '&lt;!channel&gt; see &lt;https://evil.example|Open in the console&gt; &amp; more';
+    const mrkdwn = (followUp.json.blocks as { text: { text: string } }[])[0]?.text.text;
+    expect(mrkdwn).toBe(
+      `Denied by bob: refund 2590 BRL on ORD-1001 by support-bot (irreversible), reason: ${escaped}\n` +
+        `<https://console.example/calls/${callId}|Open in the console>`,
+    );
+    expect(String(followUp.json.text)).toContain(`reason: ${escaped} — https://console.example/calls/`);
+    // toolgate's own field keeps the reason as the approver wrote it.
+    expect(followUp.json.reason).toBe('<!channel> see <https://evil.example|Open in the console> & more');
+  });
+
+  it('delivers from a workflow of its own that outlives the call and that no list of calls shows', async () => {
+    const { callId } = await proposeRefund();
+    await delivered(callId, '/approvers', 'approval-requested');
+    const notifier = await notifierOf(callId);
+    // The approvers' queue lists the call, never its notifier; asked for by id, the notifier is no call.
+    const pending = await harness.admin.pending();
+    expect(pending.map((entry) => entry.callId)).toContain(callId);
+    expect(pending.map((entry) => entry.callId)).not.toContain(notifier.workflowId);
+    expect(
+      await harness.client.callStatus({ callId: notifier.workflowId, caller: 'support-bot' }),
+    ).toMatchObject({ ok: false, code: 'CALL_NOT_FOUND' });
+    // It carries none of the search attributes calls are listed by (visibility counts stay calls only).
+    const attributes = (await notifier.describe()).typedSearchAttributes;
+    for (const key of Object.values(searchAttributes)) expect(attributes.get(key)).toBeUndefined();
+    // An operator terminates the call: the notifier is abandoned, not terminated with it.
+    await harness.temporal.workflow.getHandle(callId).terminate('test: the call vanishes');
+    expect((await notifier.describe()).status.name).toBe('RUNNING');
+    await notifier.terminate('test: clean up');
   });
 });

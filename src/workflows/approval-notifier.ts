@@ -1,0 +1,301 @@
+import {
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/workflow';
+import type {
+  NotificationActivities,
+  UndeliveredAttempt,
+  UndeliveredNotice,
+} from '../activities/notification-activities';
+import type { ApprovalNotifierInput, NotifiedCall, NotifiedRound } from '../shared/approval-notifier';
+import { callClosedSignal, roundEndedSignal, roundOpenedSignal } from '../shared/approval-notifier';
+import type {
+  ApprovalNotice,
+  ApprovalNotificationPlan,
+  NotificationEvent,
+  RoundEnding,
+} from '../shared/notifications';
+import { notificationEventId } from '../shared/notifications';
+
+// Every delivery is retried from 0.5 s doubling to 1 min; a follow-up 10 times: about three minutes in all.
+const backoff = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '1m' } as const;
+const followUpOptions: ActivityOptions = {
+  startToCloseTimeout: '15s',
+  retry: { ...backoff, maximumAttempts: 10 },
+};
+
+// A request or an escalation matters while its round can be decided: it is retried (every minute at
+// most) until the round expires, and for at least this long, so a very short round still gets a try.
+const shortestPendingDeliveryMs = 10_000;
+
+const recordActivities = proxyActivities<NotificationActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 10, maximumInterval: '10s' },
+});
+
+/**
+ * How long, past its last round's expiry, the notifier waits for a call that says nothing more before
+ * it takes the call for gone (terminated: it never says it closed) and finishes. A running call is
+ * silent only while a round waits or while it runs its last steps (minutes), never for a day.
+ */
+const callSilenceLimitMs = 24 * 60 * 60 * 1000;
+
+/**
+ * The workflow that delivers one call run's approval notifications, started by the call when its
+ * first round opens and abandoned when the call closes, so a channel that is down never holds the
+ * call's answer. One retried activity per event and channel, keyed by the event's id (never posted
+ * twice for one event, never lost to a restart); a delivery that finally fails is audited as failed.
+ * It finishes once the call has closed and every delivery is done, or once the call has been silent
+ * for a day past its round's expiry (a terminated call never says it closed).
+ */
+export async function toolgateApprovalNotifications(input: ApprovalNotifierInput): Promise<void> {
+  const notifier = new ApprovalNotifier(input.call, input.plan);
+  setHandler(roundOpenedSignal, (round) => notifier.opened(round));
+  setHandler(roundEndedSignal, ({ round, ending }) => notifier.ended(round, ending));
+  setHandler(callClosedSignal, () => notifier.callClosed());
+  notifier.opened(input.firstRound);
+  await notifier.untilCallClosed();
+  await notifier.settle();
+  await condition(allHandlersFinished);
+}
+
+/**
+ * A call run's notifications and their rules: what the plan's channels are told when a round opens,
+ * stays undecided past the escalation delay, and ends; which deliveries a decision makes moot.
+ */
+export class ApprovalNotifier {
+  private readonly deliveries: Promise<void>[] = [];
+  /** Per open round, the scope of its request, escalation timer and escalation: a decision cancels it. */
+  private readonly pendingRounds = new Map<number, CancellationScope>();
+  private readonly endedRounds = new Set<number>();
+  private readonly escalatedRounds = new Set<number>();
+  private closed = false;
+  /** Counts what the call said, so that a silence can be told from a message. */
+  private heard = 0;
+  private lastExpiryMs = 0;
+
+  constructor(
+    private readonly call: NotifiedCall,
+    private readonly plan: ApprovalNotificationPlan,
+  ) {}
+
+  /** A round opened: ask the waiting channels, and escalate if nobody decides in time. */
+  opened(round: NotifiedRound): void {
+    this.heard++;
+    this.lastExpiryMs = Math.max(this.lastExpiryMs, Date.parse(round.expiresAt));
+    if (this.closed || this.pendingRounds.has(round.round) || this.endedRounds.has(round.round)) return;
+    const scope = new CancellationScope();
+    this.pendingRounds.set(round.round, scope);
+    this.deliveries.push(scope.run(() => this.askApprovers(round)));
+  }
+
+  /** A round ended: its escalation is off, a decision makes its request moot; the follow-up goes out. */
+  ended(round: NotifiedRound, ending: RoundEnding): void {
+    this.heard++;
+    if (this.endedRounds.has(round.round)) return;
+    this.endedRounds.add(round.round);
+    // An expired round's request runs out with its own bound; a decided one's is not worth sending now.
+    if (ending.state !== 'expired') this.pendingRounds.get(round.round)?.cancel();
+    this.pendingRounds.delete(round.round);
+    if (!this.plan.followUp) return;
+    const channels = [
+      ...this.plan.waiting,
+      ...(this.escalatedRounds.has(round.round) ? (this.plan.escalation?.channels ?? []) : []),
+    ];
+    this.deliveries.push(
+      this.send({
+        event: ending.state === 'expired' ? 'approval-expired' : 'approval-decided',
+        round,
+        channels: [...new Set(channels)],
+        ending,
+      }),
+    );
+  }
+
+  /** The call closes: no round opens any more, and no open one is worth asking for. */
+  callClosed(): void {
+    this.heard++;
+    this.closed = true;
+    for (const scope of this.pendingRounds.values()) scope.cancel();
+    this.pendingRounds.clear();
+  }
+
+  /** Until the call said it closed, or it has been silent for the limit past its last round's expiry. */
+  async untilCallClosed(): Promise<void> {
+    for (;;) {
+      const heard = this.heard;
+      const silenceMs = Math.max(0, this.lastExpiryMs - Date.now()) + callSilenceLimitMs;
+      const spoke = await condition(() => this.closed || this.heard !== heard, silenceMs);
+      if (this.closed) return;
+      if (!spoke) {
+        log.warn('the call went silent without closing: taken for gone', { callId: this.call.callId });
+        return;
+      }
+    }
+  }
+
+  /** Waits for every delivery (each retried on its own; one that finally failed is audited, never thrown). */
+  async settle(): Promise<void> {
+    while (this.deliveries.length) await Promise.all(this.deliveries.splice(0));
+  }
+
+  private async askApprovers(round: NotifiedRound): Promise<void> {
+    const asked = this.send({ event: 'approval-requested', round, channels: this.plan.waiting });
+    const { escalation } = this.plan;
+    if (!escalation || escalation.afterMs >= this.call.windowMs) return asked;
+    await Promise.all([asked, this.escalateUnlessEnded(round, escalation)]);
+  }
+
+  /** A durable timer from the round's opening, raced against its end; the end (or a decision) cancels it. */
+  private async escalateUnlessEnded(
+    round: NotifiedRound,
+    escalation: { afterMs: number; channels: string[] },
+  ): Promise<void> {
+    const openedAtMs = Date.parse(round.expiresAt) - this.call.windowMs;
+    const dueInMs = openedAtMs + escalation.afterMs - Date.now();
+    const over = () => this.closed || this.endedRounds.has(round.round);
+    try {
+      if (dueInMs > 0 ? await condition(over, dueInMs) : over()) return;
+    } catch (error) {
+      if (isCancellation(error)) return;
+      throw error;
+    }
+    this.escalatedRounds.add(round.round);
+    await this.send({ event: 'approval-escalated', round, channels: escalation.channels });
+  }
+
+  /** One delivery per channel of one event, all under the event's id. */
+  private async send(input: {
+    event: NotificationEvent;
+    round: NotifiedRound;
+    channels: string[];
+    ending?: RoundEnding;
+  }): Promise<void> {
+    const { call } = this;
+    const eventId = notificationEventId({
+      callId: call.callId,
+      runId: call.runId,
+      round: input.round.round,
+      event: input.event,
+    });
+    await Promise.all(
+      input.channels.map((channel) =>
+        this.deliver({
+          channel,
+          event: input.event,
+          eventId,
+          callId: call.callId,
+          runId: call.runId,
+          round: input.round.round,
+          tool: call.tool,
+          caller: call.caller,
+          riskLevel: input.round.riskLevel,
+          summary: call.summary,
+          expiresAt: input.round.expiresAt,
+          ...(input.ending ? { ending: input.ending } : {}),
+        }),
+      ),
+    );
+  }
+
+  /** One retried activity; when it finally fails, the audit store hears why. */
+  private async deliver(notice: ApprovalNotice): Promise<void> {
+    try {
+      await proxyActivities<NotificationActivities>(this.deliveryOptions(notice)).notifyApprovalChannel(
+        notice,
+      );
+    } catch (error) {
+      const undelivered = undeliveredNotice({ notice, error });
+      log.warn('approval notification was not delivered', {
+        eventId: notice.eventId,
+        channel: notice.channel,
+        reason: undelivered.reason,
+      });
+      try {
+        // Audited even when the round's scope was cancelled: the record is what an operator looks for.
+        await CancellationScope.nonCancellable(() =>
+          recordActivities.recordUndeliveredNotification(undelivered),
+        );
+      } catch (recordError) {
+        log.error('an undelivered approval notification could not be audited', {
+          eventId: notice.eventId,
+          channel: notice.channel,
+          error: String(recordError),
+        });
+      }
+    }
+  }
+
+  private deliveryOptions(notice: ApprovalNotice): ActivityOptions {
+    if (notice.event !== 'approval-requested' && notice.event !== 'approval-escalated')
+      return followUpOptions;
+    const untilExpiryMs = Date.parse(notice.expiresAt) - Date.now();
+    return {
+      ...followUpOptions,
+      scheduleToCloseTimeout: Math.max(untilExpiryMs, shortestPendingDeliveryMs),
+      // No attempt limit: the timeout is the bound.
+      retry: backoff,
+    };
+  }
+}
+
+/** Why a delivery never reached its channel, from its failure: a decision came first, its round expired, or retries ran out. */
+function undeliveredNotice(input: { notice: ApprovalNotice; error: unknown }): UndeliveredNotice {
+  const { notice, error } = input;
+  const last = lastAttemptOf(error);
+  const facts = {
+    notice,
+    ...(last?.httpStatus !== undefined ? { httpStatus: last.httpStatus } : {}),
+    ...(last?.attempt !== undefined ? { attempt: last.attempt } : {}),
+  };
+  if (isCancellation(error)) return { ...facts, reason: 'its round was decided before the channel took it' };
+  const causes = causesOf(error);
+  const lastMessage = causes.find((cause) => cause.type !== undefined)?.message;
+  // Out of time: the server stops retrying with the last failure (retry state TIMEOUT) or times the attempt out.
+  if (causes.some((cause) => cause.retryState === 'TIMEOUT' || cause.timeoutType !== undefined)) {
+    const reason = `not delivered before its round expired${lastMessage ? ` (${lastMessage})` : ''}`;
+    return { ...facts, reason };
+  }
+  return { ...facts, reason: lastMessage ?? String(error) };
+}
+
+/** The failure and its causes, outermost first (an activity's failure wraps the last attempt's). */
+function causesOf(error: unknown): FailureFields[] {
+  const chain: FailureFields[] = [];
+  let current = error as FailureFields | undefined;
+  while (current && typeof current === 'object' && chain.length < 5) {
+    chain.push(current);
+    current = current.cause as FailureFields | undefined;
+  }
+  return chain;
+}
+
+/** The fields of a Temporal failure read here: compared by shape, never by `instanceof`. */
+interface FailureFields {
+  type?: string;
+  retryState?: string;
+  timeoutType?: unknown;
+  message?: string;
+  details?: unknown[];
+  cause?: unknown;
+}
+
+/** What the last attempt said about itself (its number, the channel's status), when it said it. */
+function lastAttemptOf(error: unknown): UndeliveredAttempt | undefined {
+  for (const cause of causesOf(error)) {
+    const details = cause.details?.[0] as Partial<UndeliveredAttempt> | undefined;
+    if (typeof details?.attempt === 'number') {
+      return {
+        attempt: details.attempt,
+        ...(typeof details.httpStatus === 'number' ? { httpStatus: details.httpStatus } : {}),
+      };
+    }
+  }
+  return undefined;
+}
