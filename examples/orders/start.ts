@@ -1,10 +1,15 @@
 // `npm start`: a Temporal dev server with its Web UI (state kept in .toolgate/), the orders service,
 // a toolgate worker running the orders tools under the default policy, the MCP server over HTTP and
-// the approvals console.
+// the approvals console, the last in a process of its own that is given no private key.
 // Ctrl-C stops them all.
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, relative, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
+import type { LoadedPolicy } from 'toolgate';
 import {
   defaultTaskQueue,
   generateKeyPairFiles,
@@ -15,7 +20,6 @@ import {
   startToolGateWorker,
   ToolGateClient,
 } from 'toolgate';
-import { startApprovalsConsole } from 'toolgate/console';
 import { createMcpToken, mcpTokenVerifier, startMcpHttpServer } from 'toolgate/mcp';
 import { startDevServer } from 'toolgate/testing';
 import { startOrdersProcess } from './service/orders-process';
@@ -109,14 +113,17 @@ async function main(): Promise<void> {
     stops.push(() => mcp.stop());
     // The approvals console, on this machine only: approvers enrol their browser's key through an
     // operator's invite link, sign in with it and decide; the console relays what the browser signed.
-    const consolePort = Number(process.env.CONSOLE_PORT ?? 4300);
-    const approvals = await startApprovalsConsole({
-      client: new Client({ connection: mcpConnection, namespace: server.namespace }),
-      taskQueue: defaultTaskQueue,
-      policy,
-      audit: started.audit,
-      host: '127.0.0.1',
-      port: consolePort,
+    // It runs as a child process given the policy's public keys, the audit store and Temporal's
+    // address: not this process's keys folder, config or environment.
+    const approvals = await startConsoleProcess({
+      plan: consoleProcessPlan({
+        policy,
+        directory: resolve(projectRoot, '.toolgate/console'),
+        temporal: { address: server.address, namespace: server.namespace, taskQueue: defaultTaskQueue },
+        auditPath: config.auditPath,
+        port: Number(process.env.CONSOLE_PORT ?? 4300),
+        ...(process.env.CONSOLE_PUBLIC_URL ? { publicUrl: process.env.CONSOLE_PUBLIC_URL } : {}),
+      }),
       log,
     });
     stops.push(() => approvals.stop());
@@ -211,10 +218,164 @@ function developmentMcpToken(input: { tokensPath: string; keysDirectory: string;
   return { token, path, created: !valid };
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`npm start failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  },
-);
+/** How the approvals console's own process is started: its command line, environment and folder. */
+export interface ConsoleProcessPlan {
+  command: string;
+  args: string[];
+  /** Its whole environment: none of this process's variables but the few a Node program needs. */
+  env: Record<string, string>;
+  /** Its working folder: the one the plan wrote its policy to, and nothing else. */
+  cwd: string;
+}
+
+/**
+ * Plans the approvals console as a process of its own (`toolgate console --policy`): writes
+ * `console-policy.json` to `directory`, the workers' policy with every key inline as its public half
+ * (so the console needs no keys folder), and names only that file, the audit store (the history page
+ * reads it; relayed decisions are logged to it), the Temporal address, namespace and task queue, and
+ * where to listen. No config (which names the keys folder), no private key, no inherited environment.
+ */
+export function consoleProcessPlan(input: {
+  policy: LoadedPolicy;
+  directory: string;
+  temporal: { address: string; namespace: string; taskQueue: string };
+  auditPath?: string;
+  host?: string;
+  port: number;
+  publicUrl?: string;
+}): ConsoleProcessPlan {
+  mkdirSync(input.directory, { recursive: true });
+  const policyPath = join(input.directory, 'console-policy.json');
+  writeFileSync(policyPath, `${JSON.stringify(publicPolicyFile(input.policy), null, 2)}\n`);
+  // The CLI from source, through tsx, as `npm run toolgate` runs it; an installed toolgate runs `toolgate console`.
+  const tsx = pathToFileURL(createRequire(__filename).resolve('tsx')).href;
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'TMPDIR', 'TEMP', 'TMP', 'SYSTEMROOT', 'LANG', 'TZ']) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return {
+    command: process.execPath,
+    args: [
+      '--import',
+      tsx,
+      '--conditions=toolgate-source',
+      resolve(projectRoot, 'scripts/toolgate-from-source.ts'),
+      'console',
+      '--policy',
+      policyPath,
+      ...(input.auditPath !== undefined ? ['--audit', input.auditPath] : []),
+      '--address',
+      input.temporal.address,
+      '--namespace',
+      input.temporal.namespace,
+      '--task-queue',
+      input.temporal.taskQueue,
+      '--host',
+      input.host ?? '127.0.0.1',
+      '--port',
+      String(input.port),
+      ...(input.publicUrl !== undefined ? ['--public-url', input.publicUrl] : []),
+      '--exit-with-parent',
+    ],
+    env,
+    cwd: input.directory,
+  };
+}
+
+/** The workers' policy file with every key inline (`ed25519:<hex>`): public halves only, no file to read. */
+function publicPolicyFile(policy: LoadedPolicy): unknown {
+  const inline = (hex: string | null | undefined): string => `ed25519:${hex ?? ''}`;
+  const mapped = <T extends { publicKey: string }>(
+    record: Record<string, T>,
+    keyOf: (name: string) => string | null | undefined,
+  ) =>
+    Object.fromEntries(
+      Object.entries(record).map(([name, value]) => [name, { ...value, publicKey: inline(keyOf(name)) }]),
+    );
+  return {
+    ...policy.file,
+    callers: mapped(policy.file.callers, (name) => policy.snapshotFor(name).callerKeyHex),
+    approvers: mapped(policy.file.approvers, (name) => policy.approvers[name]?.publicKeyHex),
+    operators: mapped(policy.file.operators, (name) => policy.operators[name]),
+  };
+}
+
+/** A running console process: its URL and process id; `stop()` ends it and resolves once it has exited. */
+export interface ConsoleProcess {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the console process of a plan and resolves once it prints where it listens; its log lines
+ * go to `log`. It stops when `stop()` is called (SIGTERM, then SIGKILL after 10 s), and on its own
+ * when this process ends however it ends: its standard input is a pipe from this process.
+ */
+export async function startConsoleProcess(input: {
+  plan: ConsoleProcessPlan;
+  log: (line: string) => void;
+}): Promise<ConsoleProcess> {
+  const { plan, log } = input;
+  const child = spawn(plan.command, plan.args, {
+    cwd: plan.cwd,
+    env: plan.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  createInterface({ input: child.stderr }).on('line', (line) => log(line));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error('the approvals console did not start within 60 s')),
+      60_000,
+    );
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const listening = /approvals console on (\S+)/.exec(line)?.[1];
+      if (listening) {
+        clearTimeout(timer);
+        resolve(listening);
+      } else log(`[console] ${line}`);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the approvals console exited before it listened (${signal ?? `exit ${code}`})`));
+    });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  }).catch(async (error: unknown) => {
+    // Started but not listening: it goes. (A process that never started has nothing to wait for.)
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    throw error;
+  });
+  child.once('exit', (code, signal) => log(`the approvals console stopped (${signal ?? `exit ${code}`})`));
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    pid: child.pid ?? -1,
+    stop: () =>
+      (stopping ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      })()),
+  };
+}
+
+// Run by `npm start`; imported (by tests), it only defines what it exports.
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === __filename) {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`npm start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}

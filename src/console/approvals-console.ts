@@ -12,14 +12,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ApprovalAdmin } from '../admin/approvals';
 import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../admin/approver-keys';
 import type { AuditStore } from '../audit/audit-store';
-import {
-  authorityOf,
-  defaultAllowedOrigins,
-  hostAllowed,
-  isLoopbackHost,
-  originAllowed,
-} from '../mcp/http-access';
-import type { LoadedPolicy } from '../policy/load-policy';
+import { authorityOf, defaultAllowedOrigins, isLoopbackHost, originAllowed } from '../mcp/http-access';
 import type { SignedDecision } from '../shared/approval';
 import type { ApproverKeyView } from '../shared/approver-keys';
 import { isSignedEnrolment, verifyKeyChain } from '../shared/approver-keys';
@@ -29,8 +22,10 @@ import { ownValue } from '../shared/own-records';
 import { verifySignature } from '../shared/signatures';
 import { defaultTaskQueue } from '../shared/temporal';
 import { approvalHistory, callState, pendingCalls } from './approval-queue';
-import type { QueueFilter } from './approval-queue';
+import type { PendingQueue, QueueFilter } from './approval-queue';
 import { decisionPermission } from './approver-permissions';
+import type { ConsoleHostRule } from './console-host';
+import { consoleHostAllowed, isWildcardHost } from './console-host';
 import type { SignedIn } from './console-pages';
 import {
   callPage,
@@ -41,8 +36,10 @@ import {
   queueEntries,
   queuePage,
 } from './console-pages';
-import type { ConsoleSession, LoginChallenge } from './console-sessions';
+import type { ConsolePolicy } from './console-policy';
+import type { ConsoleSession } from './console-sessions';
 import { createSessionStore } from './console-sessions';
+import { createSharedCache } from './shared-cache';
 
 /** How to start the approvals console. */
 export interface ApprovalsConsoleOptions {
@@ -50,20 +47,28 @@ export interface ApprovalsConsoleOptions {
   client: Client;
   /** The task queue whose calls and approver-key registry it serves (default `toolgate`). */
   taskQueue?: string;
-  /** The policy the workers hold: who the approvers are and what each may approve (for the pages). */
-  policy: LoadedPolicy;
+  /**
+   * The policy the workers hold (or a console's own copy, `loadConsolePolicy`): who the approvers are
+   * and what each may approve (for the pages), the operators' public keys (for sign-in).
+   */
+  policy: ConsolePolicy;
   /** The audit store: the history page reads it, and every relayed decision is logged to it. */
   audit?: AuditStore;
   /** The address to listen on (default 127.0.0.1: this machine only; elsewhere, put it behind TLS). */
   host?: string;
   /** The port (default 4300; 0 picks a free one). */
   port?: number;
-  /** The URL browsers use when it is not the listening address (a reverse proxy): its origin is accepted too. */
+  /**
+   * The URL browsers use when it is not the listening address (a reverse proxy): its origin is
+   * accepted, and its host is the only name (besides loopback names on loopback) the console answers to.
+   */
   publicUrl?: string;
   /** How long a session lasts from sign-in (default 15 minutes). */
   sessionTtlMs?: number;
   /** How long a sign-in challenge may be answered (default 60 seconds). */
   challengeTtlMs?: number;
+  /** How many pending calls the queue shows, newest first (default 50); it says how many wait in all. */
+  queueLimit?: number;
   log?: (line: string) => void;
 }
 
@@ -85,6 +90,12 @@ interface Authenticated {
 type ConsoleEnv = { Variables: { authenticated: Authenticated } };
 
 const sessionCookie = 'toolgate_console';
+/** The queue shows the newest this many pending calls unless told otherwise, and says how many there are. */
+const defaultQueueLimit = 50;
+/** The history shows this many closed calls a page, up to this many pages, and this many refused attempts. */
+const historyPageSize = 25;
+const historyPages = 40;
+const refusedShown = 100;
 const assetFiles: Record<string, string> = {
   'console.mjs': 'text/javascript; charset=utf-8',
   'canonical-json.mjs': 'text/javascript; charset=utf-8',
@@ -110,6 +121,7 @@ export async function startApprovalsConsole(options: ApprovalsConsoleOptions): P
   );
   // Filled in once the port is bound (port 0 picks one); requests only arrive after that.
   let allowedOrigins: ReadonlySet<string> = new Set();
+  let hostRule: ConsoleHostRule = { boundHost: host, port: 0 };
   const app = createConsoleApp({
     ...options,
     host,
@@ -117,6 +129,7 @@ export async function startApprovalsConsole(options: ApprovalsConsoleOptions): P
     log,
     assets,
     allowedOrigins: () => allowedOrigins,
+    hostRule: () => hostRule,
   });
   const listener = getRequestListener(app.fetch, { hostname: 'localhost', overrideGlobalObjects: false });
   const server = createServer((request, response) => void listener(request, response));
@@ -128,6 +141,7 @@ export async function startApprovalsConsole(options: ApprovalsConsoleOptions): P
     });
   });
   const port = (server.address() as AddressInfo).port;
+  hostRule = { boundHost: host, port, ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}) };
   allowedOrigins = new Set([
     ...defaultAllowedOrigins({ host, port }),
     ...(options.publicUrl ? [new URL(options.publicUrl).origin] : []),
@@ -136,6 +150,12 @@ export async function startApprovalsConsole(options: ApprovalsConsoleOptions): P
     log(
       `warning: the approvals console listens on ${host}, reachable from other machines: serve it over ` +
         'HTTPS (a reverse proxy) and pass publicUrl, or listen on 127.0.0.1',
+    );
+  }
+  if (isWildcardHost(host) && !options.publicUrl) {
+    log(
+      `warning: the approvals console listens on every interface (${host}) with no publicUrl: it answers ` +
+        'to loopback names only; pass publicUrl to name the host browsers use',
     );
   }
   let stopping: Promise<void> | undefined;
@@ -154,15 +174,17 @@ export async function startApprovalsConsole(options: ApprovalsConsoleOptions): P
 function createConsoleApp(input: {
   client: Client;
   taskQueue: string;
-  policy: LoadedPolicy;
+  policy: ConsolePolicy;
   audit?: AuditStore;
   host: string;
   publicUrl?: string;
   sessionTtlMs?: number;
   challengeTtlMs?: number;
+  queueLimit?: number;
   log: (line: string) => void;
   assets: Map<string, { type: string; body: string }>;
   allowedOrigins: () => ReadonlySet<string>;
+  hostRule: () => ConsoleHostRule;
 }): Hono<ConsoleEnv> {
   const { client, taskQueue, policy, log } = input;
   const sessionTtlMs = input.sessionTtlMs ?? 15 * 60 * 1000;
@@ -192,7 +214,7 @@ function createConsoleApp(input: {
 
   // A page of another site must not reach this server through DNS rebinding, nor post to it.
   app.use(async (c, next) => {
-    if (!hostAllowed({ hostHeader: c.req.header('host'), boundHost: input.host })) {
+    if (!consoleHostAllowed({ hostHeader: c.req.header('host'), rule: input.hostRule() })) {
       log(
         `refused ${c.req.method} ${c.req.path}: Host ${c.req.header('host') ?? '(none)'} is not this console`,
       );
@@ -274,14 +296,32 @@ function createConsoleApp(input: {
     const caller = c.req.query('caller');
     return { ...(tool ? { tool } : {}), ...(caller ? { caller } : {}) };
   };
+  // Every page polls every two seconds: one listing per filter at most every 1.5 s, whoever asks. The
+  // filters a request may name are the policy's tools and callers, so the cache holds a bounded
+  // number of keys; another name matches no call and loads nothing.
+  const queueCache = createSharedCache<PendingQueue>({
+    ttlMs: 1_500,
+    maxKeys: (tools.length + 1) * (callers.length + 1),
+  });
+  const pendingQueue = (filter: QueueFilter): Promise<PendingQueue> => {
+    if (
+      (filter.tool && !tools.includes(filter.tool)) ||
+      (filter.caller && !callers.includes(filter.caller))
+    ) {
+      return Promise.resolve({ entries: [], matching: 0, complete: true });
+    }
+    return queueCache.get(JSON.stringify([filter.tool ?? '', filter.caller ?? '']), () =>
+      pendingCalls({ client, taskQueue, filter, limit: input.queueLimit ?? defaultQueueLimit }),
+    );
+  };
 
   app.get('/', page, async (c) => {
     const filter = filterOf(c);
-    const entries = await pendingCalls({ client, taskQueue, filter });
+    const queue = await pendingQueue(filter);
     return c.html(
       queuePage({
         signedIn: c.get('authenticated').signedIn,
-        entries,
+        queue,
         filter,
         tools,
         callers,
@@ -291,8 +331,8 @@ function createConsoleApp(input: {
   });
 
   app.get('/queue/entries', page, async (c) => {
-    const entries = await pendingCalls({ client, taskQueue, filter: filterOf(c) });
-    return c.html(queueEntries({ entries, now: Date.now() }));
+    const queue = await pendingQueue(filterOf(c));
+    return c.html(queueEntries({ queue, now: Date.now() }));
   });
 
   app.get('/calls/:callId', page, async (c) => {
@@ -321,11 +361,26 @@ function createConsoleApp(input: {
   });
 
   app.get('/history', page, async (c) => {
-    const open = await pendingCalls({ client, taskQueue });
+    const requested = Number(c.req.query('page') ?? '1');
+    const pageNumber = Number.isInteger(requested) ? Math.min(Math.max(requested, 1), historyPages) : 1;
+    const open = await pendingQueue({});
     const history = input.audit
-      ? approvalHistory({ audit: input.audit, openCallIds: open.map((entry) => entry.callId) })
-      : { closed: [], refused: [] };
-    return c.html(historyPage({ signedIn: c.get('authenticated').signedIn, ...history }));
+      ? approvalHistory({
+          audit: input.audit,
+          openCallIds: open.entries.map((entry) => entry.callId),
+          limit: historyPageSize,
+          offset: (pageNumber - 1) * historyPageSize,
+          refusedLimit: refusedShown,
+        })
+      : { closed: [], refused: [], refusedTotal: 0, more: false };
+    return c.html(
+      historyPage({
+        signedIn: c.get('authenticated').signedIn,
+        ...history,
+        page: pageNumber,
+        more: history.more && pageNumber < historyPages,
+      }),
+    );
   });
 
   app.post('/calls/:callId/decisions', change, async (c) => {
@@ -391,9 +446,8 @@ function createConsoleApp(input: {
 
   app.post('/login', async (c) => {
     const body = await jsonBody(c);
-    const sent = body?.challenge as Partial<LoginChallenge> | undefined;
     const signature = body?.signature;
-    const challenge = typeof sent?.nonce === 'string' ? sessions.takeChallenge(sent.nonce) : undefined;
+    const challenge = sessions.checkChallenge(body?.challenge);
     const invalid = (why: string) => {
       log(`refused a sign-in: ${why}`);
       return refuse(c, 401, 'LOGIN_INVALID', why);
@@ -418,6 +472,8 @@ function createConsoleApp(input: {
     ) {
       return invalid("the challenge is not signed with the approver's enrolled key");
     }
+    // Checked again now, after the awaits above: of two sign-ins racing with one answer, one counts.
+    if (!sessions.consumeChallenge(challenge)) return invalid('unknown, used or expired challenge');
     const session = sessions.open({ approver: challenge.approver, keyId: challenge.keyId });
     setCookie(c, sessionCookie, session.id, {
       httpOnly: true,

@@ -1,15 +1,17 @@
-import { html } from 'hono/html';
+import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { ApproverView } from '../policy/load-policy';
 import type { InviteView } from '../shared/approver-keys';
 import type { CallState } from '../shared/temporal';
-import type { HistoryEntry, QueueEntry, QueueFilter, RefusedAttempt } from './approval-queue';
+import type { HistoryEntry, PendingQueue, QueueFilter, RefusedAttempt } from './approval-queue';
 import type { DecisionPermission } from './approver-permissions';
 
 /*
  * The console's pages, rendered on the server with hono/html (every interpolated value escaped). No
  * inline script or style: the CSP allows this origin's files only. The page's behaviour (signing,
- * live updates) lives in assets/console.mjs and reads what it needs from data attributes.
+ * live updates) lives in assets/console.mjs and reads what it needs from data attributes and, on a
+ * call's page, from one JSON data block (`<script type="application/json">`, which runs nothing):
+ * what the approver sees and what their key signs both come from it.
  */
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -86,7 +88,7 @@ export function grantPanel(signedIn: SignedIn): Html {
 /** The queue page: filters, then the pending calls (refreshed by the page script). */
 export function queuePage(input: {
   signedIn: SignedIn;
-  entries: QueueEntry[];
+  queue: PendingQueue;
   filter: QueueFilter;
   tools: string[];
   callers: string[];
@@ -123,35 +125,47 @@ export function queuePage(input: {
         <button type="submit">Filter</button>
       </form>
       <section id="queue" aria-live="polite" data-source="/queue/entries?${query.toString()}">
-        ${queueEntries({ entries: input.entries, now: input.now })}
+        ${queueEntries({ queue: input.queue, now: input.now })}
       </section>`,
   });
 }
 
 /** The pending calls as cards: the fragment the page script fetches to update the queue live. */
-export function queueEntries(input: { entries: QueueEntry[]; now: number }): Html {
-  if (!input.entries.length) return html`<p class="empty">Nothing is waiting for approval.</p>`;
-  return html`<ol class="cards">
-    ${input.entries.map(
-      (entry) =>
-        html`<li class="card" data-call-id="${entry.callId}">
-          <div class="card-head">
-            <a href="/calls/${encodeURIComponent(entry.callId)}"><strong>${entry.tool}</strong></a>
-            <span class="risk risk-${entry.riskLevel}">${entry.riskLevel}</span>
-          </div>
-          <p class="action">${previewHeadline(entry.preview)}</p>
-          ${previewList(entry.preview)}
-          <p class="meta">
-            caller <strong>${entry.caller}</strong> · session <code>${entry.session}</code><br />
-            approvals
-            ${entry.approvals.length}/${entry.quorum}${
-              entry.approvals.length ? html` (${entry.approvals.join(', ')})` : ''
-            }
-            · ${timeLeft({ expiresAt: entry.expiresAt, now: input.now })}
-          </p>
-        </li>`,
-    )}
-  </ol>`;
+export function queueEntries(input: { queue: PendingQueue; now: number }): Html {
+  const { entries, matching, complete } = input.queue;
+  if (!entries.length && matching === 0) {
+    return html`<p class="empty">Nothing is waiting for approval.</p>`;
+  }
+  const total = complete ? `${matching}` : `more than ${matching}`;
+  return html`${
+      entries.length < matching || !complete
+        ? html`<p class="note" id="queue-count">
+            Showing the newest ${entries.length} of ${total} waiting calls; filter by tool or caller to see
+            others.
+          </p>`
+        : ''
+    }
+    <ol class="cards">
+      ${entries.map(
+        (entry) =>
+          html`<li class="card" data-call-id="${entry.callId}">
+            <div class="card-head">
+              <a href="/calls/${encodeURIComponent(entry.callId)}"><strong>${entry.tool}</strong></a>
+              <span class="risk risk-${entry.riskLevel}">${entry.riskLevel}</span>
+            </div>
+            <p class="action">${previewHeadline(entry.preview)}</p>
+            ${previewList(entry.preview)}
+            <p class="meta">
+              caller <strong>${entry.caller}</strong> · session <code>${entry.session}</code><br />
+              approvals
+              ${entry.approvals.length}/${entry.quorum}${
+                entry.approvals.length ? html` (${entry.approvals.join(', ')})` : ''
+              }
+              · ${timeLeft({ expiresAt: entry.expiresAt, now: input.now })}
+            </p>
+          </li>`,
+      )}
+    </ol>`;
 }
 
 /** A call's page: what it will do, why it asks, who approved, its steps, and the decision form. */
@@ -181,10 +195,10 @@ export function callPage(input: {
       </p>
       ${
         approval
-          ? html`<section>
+          ? html`<section id="effect">
               <h2>Effect</h2>
-              <p class="action">${previewHeadline(approval.preview)}</p>
-              ${previewList(approval.preview)}
+              <p class="action" id="effect-action">${previewHeadline(approval.preview)}</p>
+              ${previewList(approval.preview, 'effect-preview')}
             </section>`
           : ''
       }
@@ -241,29 +255,71 @@ export function callPage(input: {
             </section>`
           : ''
       }
-      ${approval && permission ? decisionForm({ callId, approval, permission }) : ''}`,
+      ${
+        approval && permission
+          ? decisionForm({
+              callId,
+              approval,
+              permission,
+              validatedArguments: state.validatedArguments ?? null,
+            })
+          : ''
+      }`,
   });
+}
+
+/**
+ * What a call's page shows and its script signs: the round's binding with the validated arguments
+ * and the preview themselves. The script renders the arguments and the effect from these, computes
+ * their digests and refuses to sign when they are not the round's.
+ */
+export interface CallPageData {
+  callId: string;
+  runId: string;
+  nonce: string;
+  argsDigest: string;
+  previewDigest: string;
+  arguments: Record<string, unknown> | null;
+  preview: Record<string, unknown>;
+}
+
+/**
+ * JSON for a `<script type="application/json">` block: `<`, `>`, `&` and the two line separators
+ * escaped as \u sequences, so no value can close the element or start markup; JSON.parse reads the
+ * same value back.
+ */
+export function jsonForScript(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 function decisionForm(input: {
   callId: string;
   approval: NonNullable<CallState['approval']>;
   permission: DecisionPermission;
+  validatedArguments: Record<string, unknown> | null;
 }): Html {
   const { approval, permission } = input;
   const disabled = permission.ok ? '' : 'disabled';
+  const data: CallPageData = {
+    callId: input.callId,
+    runId: approval.runId,
+    nonce: approval.nonce,
+    argsDigest: approval.argsDigest,
+    previewDigest: approval.previewDigest,
+    arguments: input.validatedArguments,
+    preview: approval.preview,
+  };
   return html`<section id="decide">
     <h2>Your decision</h2>
+    <script type="application/json" id="call-data">
+      ${raw(jsonForScript(data))}
+    </script>
     ${permission.notes.map((note) => html`<p class="note">${note}</p>`)}
     ${permission.ok ? '' : html`<p class="refusal" id="not-allowed">${permission.reason}</p>`}
-    <form
-      id="decision-form"
-      data-call-id="${input.callId}"
-      data-run-id="${approval.runId}"
-      data-nonce="${approval.nonce}"
-      data-args-digest="${approval.argsDigest}"
-      data-preview-digest="${approval.previewDigest}"
-    >
+    <form id="decision-form" data-call-id="${input.callId}">
       <label for="reason">Reason (a denial's reason is told to the model)</label>
       <textarea id="reason" name="reason" rows="3" maxlength="2000" ${disabled}></textarea>
       <div class="buttons">
@@ -272,6 +328,16 @@ function decisionForm(input: {
       </div>
       <p id="decision-outcome" role="status"></p>
     </form>
+    <details id="signed-envelope">
+      <summary>What your key signs</summary>
+      <p class="note">
+        Your key signs <code>toolgate/v1/decision</code>, a new line, then this envelope as canonical JSON
+        (keys sorted, no spaces). <code>decision</code> is the button you press and <code>issuedAt</code>
+        the moment you press it; the digests are computed in this browser from the arguments and effect shown
+        above, and nothing is signed when they are not the round's.
+      </p>
+      <pre id="envelope" class="wrap"></pre>
+    </details>
   </section>`;
 }
 
@@ -300,12 +366,23 @@ export function historyPage(input: {
   signedIn: SignedIn;
   closed: HistoryEntry[];
   refused: RefusedAttempt[];
+  /** How many refused attempts there were on the page's calls and the open ones. */
+  refusedTotal: number;
+  /** The page number, from 1 (newest). */
+  page: number;
+  /** True when an older page follows. */
+  more: boolean;
 }): Html {
   return layout({
     title: 'History',
     page: 'history',
     signedIn: input.signedIn,
     content: html`<h1>History</h1>
+      <nav class="pages" id="history-pages">
+        ${input.page > 1 ? html`<a href="/history?page=${input.page - 1}" rel="prev">Newer</a>` : ''}
+        <span>page ${input.page}</span>
+        ${input.more ? html`<a href="/history?page=${input.page + 1}" rel="next">Older</a>` : ''}
+      </nav>
       <section id="closed">
         <h2>Decided and expired</h2>
         ${
@@ -350,6 +427,14 @@ export function historyPage(input: {
       </section>
       <section id="refused">
         <h2>Refused decision attempts</h2>
+        ${
+          input.refused.length < input.refusedTotal
+            ? html`<p class="note" id="refused-count">
+                Showing the newest ${input.refused.length} of ${input.refusedTotal} refused attempts on these
+                calls and the waiting ones.
+              </p>`
+            : ''
+        }
         ${
           input.refused.length
             ? html`<ol class="cards">
@@ -446,9 +531,9 @@ function previewHeadline(preview: Record<string, unknown>): string {
   return typeof preview.action === 'string' ? preview.action : '';
 }
 
-function previewList(preview: Record<string, unknown>): Html {
+function previewList(preview: Record<string, unknown>, id?: string): Html {
   const entries = Object.entries(preview).filter(([key]) => key !== 'action');
-  return html`<dl class="preview">
+  return html`<dl class="preview" ${id ? html`id="${id}"` : ''}>
     ${entries.map(
       ([key, value]) =>
         html`<div>

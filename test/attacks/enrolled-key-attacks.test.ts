@@ -1,7 +1,7 @@
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type {
   ApproverKeysView,
@@ -28,8 +28,11 @@ import {
   signValue,
 } from 'toolgate';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
+import type { ConsoleProcessPlan } from '../../examples/orders/start';
 import { approvalHelpers } from '../support/approval-helpers';
 import { caught } from '../support/caught';
+import { harnessAuditPath, harnessConsolePlan, harnessPolicy } from '../support/console-helpers';
+import { testApprovers } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
@@ -386,27 +389,50 @@ describe('decisions signed with an enrolled key', () => {
 
 describe('a console server, given every file it can read, cannot produce a decision the workflow accepts', () => {
   /**
-   * What a console server can read: the registry's contents (the query), the policy and every public
-   * key, the audit store (decision attempts and registry events), the config; and it holds a Temporal
-   * client. Not the approvers' or operators' private keys, nor any invite link's fragment.
+   * Every file the approvals console's process (as `npm start` runs it, examples/orders/start.ts) is
+   * configured to read: each existing path among its command's options (its policy, its audit store,
+   * with SQLite's side files), every file in its working folder, and every key file its policy names.
+   * The program itself (node, tsx, toolgate's modules) is code, not configuration, and is left out.
    */
-  async function consoleServerKnowledge() {
-    const publicKeys = Object.fromEntries(
-      walk(harness.keysDirectory)
-        .filter((path) => path.endsWith('.pub'))
-        .map((path) => [relative(harness.keysDirectory, path), readFileSync(path, 'utf8')]),
-    );
-    const view: ApproverKeysView = await listApproverKeys(registry());
-    return {
-      view,
-      publicKeys,
-      policy: JSON.parse(readFileSync(harness.policyPath, 'utf8')) as unknown,
-      registryEvents: harness.audit.registryEvents(),
-      temporal: harness.temporal,
-    };
+  function consoleProcessFiles(plan: ConsoleProcessPlan): string[] {
+    const options = plan.args.slice(plan.args.indexOf('console') + 1);
+    const named = options
+      .filter((argument) => isAbsolute(argument) && existsSync(argument))
+      .flatMap((path) => [path, `${path}-wal`, `${path}-shm`])
+      .filter((path) => existsSync(path));
+    const files = new Set([...named.flatMap(filesUnder), ...filesUnder(plan.cwd)]);
+    for (const path of [...files].filter((file) => file.endsWith('.json'))) {
+      const policy = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+      for (const group of ['callers', 'approvers', 'operators']) {
+        const entries = (policy[group] ?? {}) as Record<string, { publicKey?: string }>;
+        for (const { publicKey } of Object.values(entries)) {
+          if (publicKey && !publicKey.startsWith('ed25519:')) files.add(resolve(dirname(path), publicKey));
+        }
+      }
+    }
+    return [...files];
   }
 
-  it('every attempt is refused and no refund is applied', async () => {
+  /**
+   * What a console server can read: every file its process is configured to read (above), its
+   * command line and environment, the registry's contents and the calls' states (its queries), and it
+   * holds a Temporal client. Not the approvers' or operators' private keys, nor any invite link's fragment.
+   */
+  async function consoleServerKnowledge(plan: ConsoleProcessPlan, callIds: string[]) {
+    const files = consoleProcessFiles(plan);
+    const view: ApproverKeysView = await listApproverKeys(registry());
+    const states = await Promise.all(callIds.map((callId) => harness.admin.show(callId)));
+    const texts = [
+      ...files.map((path) => readFileSync(path, 'latin1')),
+      plan.args.join('\n'),
+      Object.entries(plan.env).join('\n'),
+      JSON.stringify(view),
+      JSON.stringify(states),
+    ];
+    return { files, view, texts };
+  }
+
+  it('every private-key-shaped value it can find signs nothing the workflow accepts, and no refund is applied', async () => {
     // Alice enrols a key and approves one refund through the console (which relays, and so sees, it).
     const alices = await enrolled('alice');
     const earlier = await proposeRefund({ amount_cents: 1000 });
@@ -418,16 +444,75 @@ describe('a console server, given every file it can read, cannot produce a decis
     await harness.orders.api.reset();
     // An open invite exists too (its link went to Bob by another channel).
     const openInvite = await invite('bob');
-
-    const known = await consoleServerKnowledge();
-    expect(Object.keys(known.publicKeys).some((path) => path.endsWith('.key'))).toBe(false);
     const target = await proposeRefund();
+
+    const plan = harnessConsolePlan(harness);
+    try {
+      const known = await consoleServerKnowledge(plan, [earlier.callId, target.callId]);
+      // It reads its policy and the audit store, and nothing in the keys folder.
+      expect(known.files).toContain(join(plan.cwd, 'console-policy.json'));
+      expect(known.files).toContain(harnessAuditPath(harness));
+      expect(known.files.filter((path) => !relative(harness.keysDirectory, path).startsWith('..'))).toEqual(
+        [],
+      );
+
+      // The search would find a key where there is one: in the keys folder, Alice's policy key.
+      const alicePolicyKey = harnessPolicy(harness).approvers.alice?.publicKeyHex;
+      const inKeysFolder = walk(harness.keysDirectory).flatMap((path) =>
+        privateKeyShapedValues(readFileSync(path, 'latin1')),
+      );
+      expect(inKeysFolder.map(publicHexOf)).toContain(alicePolicyKey);
+      expect(
+        privateKeyShapedValues(
+          `seed ${Buffer.from(seedOf(alices.privateKey), 'base64url').toString('hex')}.`,
+        ).map(publicHexOf),
+      ).toEqual([publicHexOf(alices.privateKey)]);
+
+      // In what the console can read, it finds many such values (digests, nonces, public keys)...
+      const candidates = uniqueKeys(known.texts.flatMap(privateKeyShapedValues));
+      expect(candidates.length).toBeGreaterThan(10);
+      // ... none of them the private half of a key that can approve.
+      const approverKeys = new Set([
+        ...Object.values(harnessPolicy(harness).approvers).map((approver) => approver.publicKeyHex),
+        ...known.view.keys.map((key) => key.enrolment.enrolment.publicKeyHex),
+      ]);
+      expect(candidates.filter((key) => approverKeys.has(publicHexOf(key)))).toEqual([]);
+
+      // Each one signs a decision in every approver's name (the policy's key), and in Alice's name
+      // with her enrolled key's public chain: the workflow refuses every one for its signature.
+      const aliceChain = known.view.keys.find((key) => key.keyId === alices.keyId);
+      if (!aliceChain) throw new Error('the registry lists the key');
+      const publicChain: KeyChain = { invite: aliceChain.invite, enrolment: aliceChain.enrolment };
+      const attempts: SignedDecision[] = [];
+      for (const key of candidates) {
+        for (const approver of testApprovers) {
+          attempts.push(signedWith(await envelopeFor(target.callId, approver), key));
+        }
+        attempts.push(signedWith(await envelopeFor(target.callId, 'alice'), key, publicChain));
+      }
+      const codes: string[] = [];
+      // A few at a time: a workflow takes at most 10 updates in flight.
+      for (let start = 0; start < attempts.length; start += 8) {
+        codes.push(
+          ...(await Promise.all(
+            attempts.slice(start, start + 8).map((decision) => sendRaw(target.callId, decision)),
+          )),
+        );
+      }
+      expect(codes).toHaveLength(candidates.length * (testApprovers.length + 1));
+      expect(new Set(codes)).toEqual(new Set(['SIGNATURE_INVALID']));
+      await expectNothingApplied(target.callId);
+    } finally {
+      rmSync(plan.cwd, { recursive: true, force: true });
+    }
+
+    // Nor can it forge its way with keys of its own.
     const envelope = await envelopeFor(target.callId, 'alice');
     const own = newKey();
     const ownInviteKey = generateKeyPairSync('ed25519');
-    const aliceChain = known.view.keys.find((key) => key.keyId === alices.keyId);
-    if (!aliceChain) throw new Error('the registry lists the key');
-    const publicChain: KeyChain = { invite: aliceChain.invite, enrolment: aliceChain.enrolment };
+    const aliceKey = (await listApproverKeys(registry())).keys.find((key) => key.keyId === alices.keyId);
+    if (!aliceKey) throw new Error('the registry lists the key');
+    const publicChain: KeyChain = { invite: aliceKey.invite, enrolment: aliceKey.enrolment };
 
     // 1. A chain forged with its own keys: an invite "by olivia" signed with its own key.
     const forgedInvite: SignedInvite = {
@@ -523,6 +608,51 @@ describe('a console server, given every file it can read, cannot produce a decis
     await expectNothingApplied(target.callId);
   });
 });
+
+/** A file, or every file under a folder. */
+function filesUnder(path: string): string[] {
+  return statSync(path).isDirectory() ? walk(path) : [path];
+}
+
+// An Ed25519 private key's PKCS#8 wrapping around its 32-byte seed.
+const pkcs8Ed25519Prefix = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/**
+ * Every value in `text` shaped like an Ed25519 private key: a PEM private key, or 32 bytes written as
+ * hex, base64url (an invite link's fragment, a JWK's `d`) or base64, each made into a signing key.
+ */
+function privateKeyShapedValues(text: string): KeyObject[] {
+  const keys: KeyObject[] = [];
+  const pems =
+    text.match(/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g) ?? [];
+  for (const pem of pems) {
+    try {
+      const key = createPrivateKey(pem);
+      if (key.asymmetricKeyType === 'ed25519') keys.push(key);
+    } catch {
+      // Not a key after all.
+    }
+  }
+  const seeds = [
+    ...(text.match(/(?<![0-9A-Fa-f])[0-9A-Fa-f]{64}(?![0-9A-Fa-f])/g) ?? []).map((hex) =>
+      Buffer.from(hex, 'hex'),
+    ),
+    ...(text.match(/(?<![\w-])[\w-]{43}(?![\w-=])/g) ?? []).map((value) => Buffer.from(value, 'base64url')),
+    ...(text.match(/(?<![\w+/])[\w+/]{43}=/g) ?? []).map((value) => Buffer.from(value, 'base64')),
+  ];
+  for (const seed of seeds) {
+    if (seed.length !== 32) continue;
+    keys.push(
+      createPrivateKey({ key: Buffer.concat([pkcs8Ed25519Prefix, seed]), format: 'der', type: 'pkcs8' }),
+    );
+  }
+  return keys;
+}
+
+/** The keys, each once (by public key). */
+function uniqueKeys(keys: KeyObject[]): KeyObject[] {
+  return [...new Map(keys.map((key) => [publicHexOf(key), key])).values()];
+}
 
 function walk(directory: string): string[] {
   return readdirSync(directory, { withFileTypes: true }).flatMap((entry) =>

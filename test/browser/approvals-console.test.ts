@@ -45,8 +45,8 @@ afterEach(async () => {
   await context?.close();
 });
 
-/** Olivia invites `approver`; the browser opens the link, makes its key, enrols it and signs in. */
-async function enrolAndSignIn(approver: string): Promise<void> {
+/** Olivia invites `approver`; the browser opens the link, makes its key, enrols it and signs in; the link. */
+async function enrolAndSignIn(approver: string): Promise<string> {
   const { link } = await inviteApprover({
     client: harness.temporal,
     taskQueue: harness.taskQueue,
@@ -66,6 +66,7 @@ async function enrolAndSignIn(approver: string): Promise<void> {
   await page.click('button.key');
   await page.waitForURL(`${approvals.url}/`);
   expect(await page.textContent('header')).toContain(`${approver} · ${approver}-phone`);
+  return link;
 }
 
 /** The page is no wider than the screen: nothing to scroll sideways at 360 px. */
@@ -96,11 +97,31 @@ describe('the approvals console in a real browser', () => {
     await page.waitForSelector('#decision-form');
     expect(await page.textContent('#arguments')).toContain('"amount_cents": 2590');
     expect(await fitsTheScreen()).toBe(true);
+    // The page checked the digests of what it shows before it let the approver sign.
+    await page.waitForSelector('#approve:not([disabled])');
     await page.fill('#reason', 'customer sent photos of the damage');
+    // The envelope the key will sign is on the page, bound to this round.
+    const round = (await harness.admin.show(pending.callId))?.approval;
+    await page.click('#signed-envelope summary');
+    const before = JSON.parse((await page.textContent('#envelope')) ?? '{}') as Record<string, string>;
+    expect(before).toMatchObject({
+      callId: pending.callId,
+      runId: round?.runId,
+      nonce: round?.nonce,
+      argsDigest: round?.argsDigest,
+      previewDigest: round?.previewDigest,
+      approver: 'alice',
+      reason: 'customer sent photos of the damage',
+    });
     await page.click('#approve');
     await expect
       .poll(() => page.textContent('#decision-outcome'), { timeout: 20_000 })
       .toContain('Accepted: the call is approved');
+    // What was signed is what the page showed: the decision as recorded names the same reason.
+    const signed = JSON.parse((await page.textContent('#envelope')) ?? '{}') as Record<string, string>;
+    const { issuedAt: _whenShown, ...shown } = before;
+    expect(signed).toMatchObject({ ...shown, decision: 'approve' });
+    expect(Date.parse(signed.issuedAt ?? '')).toBeGreaterThan(0);
 
     expect(await harness.client.result(pending.callId)).toMatchObject({
       ok: true,
@@ -131,5 +152,49 @@ describe('the approvals console in a real browser', () => {
     // The history shows who denied it, when and why.
     await page.goto(`${approvals.url}/history`);
     expect(await page.textContent('#closed')).toContain('approve 2590, not 25900');
+  });
+
+  it('refuses to sign when the arguments it shows are not the round’s: nothing is sent, the call still waits', async () => {
+    await enrolAndSignIn('dave');
+    const pending = await proposeRefund();
+    // A page whose data was changed on its way (or by the server): 25.90 shown where 2590 is bound.
+    await page.route(`${approvals.url}/calls/**`, async (route) => {
+      const response = await route.fetch();
+      const body = (await response.text()).replace('"amount_cents":2590', '"amount_cents":25');
+      await route.fulfill({ response, body });
+    });
+    await page.goto(`${approvals.url}/calls/${pending.callId}`);
+    // The page shows what its data says, and says why it will not sign it.
+    await expect.poll(() => page.textContent('#decision-outcome')).toContain('Not signing');
+    expect(await page.textContent('#decision-outcome')).toContain("the round's argsDigest");
+    expect(await page.textContent('#arguments')).toContain('"amount_cents": 25,');
+    expect(await page.isDisabled('#approve')).toBe(true);
+    expect(await page.isDisabled('#deny')).toBe(true);
+    // Even a click forced through the disabled button sends nothing.
+    await page.$eval('#approve', (button) => {
+      (button as unknown as { disabled: boolean; click(): void }).disabled = false;
+      (button as unknown as { click(): void }).click();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(requested.filter((url) => url.includes('/decisions'))).toEqual([]);
+    const state = await harness.admin.show(pending.callId);
+    expect(state?.result).toBeUndefined();
+    expect(state?.approval).toMatchObject({ state: 'pending', approvals: [] });
+    expect(await appliedRefunds()).toBe(0);
+  });
+
+  it('removes an invite link’s secret from the address bar on every page the link can open', async () => {
+    const link = await enrolAndSignIn('carol');
+    // The same link again: the invite is used; the page says so, and the secret is gone at once.
+    await page.goto(link);
+    expect(await page.textContent('#invite-problem')).toContain('INVITE_USED');
+    expect(page.url()).toBe(link.replace(/#.*$/, ''));
+    for (const path of ['/enrol/inv-nobody', '/enrol/inv-nobody/extra']) {
+      await page.goto(`${approvals.url}${path}#${'s'.repeat(43)}`);
+      await expect.poll(() => page.url()).toBe(`${approvals.url}${path}`);
+      expect(
+        await page.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash),
+      ).toBe('');
+    }
   });
 });

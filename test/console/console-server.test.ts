@@ -1,10 +1,13 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyChainOf, revokeApproverKey, signValue } from 'toolgate';
+import { digestOf } from 'toolgate/backend';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
-import { ConsoleVisitor, startHarnessConsole } from '../support/console-helpers';
+import { ConsoleVisitor, harnessPolicy, startHarnessConsole } from '../support/console-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { startApprovalsConsole } from 'toolgate/console';
 
 // The approvals console's server: sign-in, sessions, CSRF and origin checks, and decisions relayed
 // from the approver's key to the workflow, which alone judges them. Each attack asserts its refusal
@@ -36,6 +39,29 @@ afterAll(async () => {
 });
 
 const visitor = (approver: string): ConsoleVisitor => visitors[approver]!;
+
+/**
+ * A refused decision changed nothing: the call still waits in the same round with the approvals it
+ * had (none by default), it has no result, and the orders service applied no refund.
+ */
+async function expectStillWaiting(callId: string, approvals: string[] = []): Promise<void> {
+  const state = await harness.admin.show(callId);
+  expect(state?.result).toBeUndefined();
+  expect(state?.approval).toMatchObject({ state: 'pending', approvals });
+  expect(await appliedRefunds()).toBe(0);
+}
+
+/** A GET with the Host header a browser would send for `host` (fetch does not let one choose it). */
+function getWithHost(url: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { headers: { host } }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
 /** A critical refund (20,000 cents on ORD-1003): two distinct approvers needed. */
 const proposeCriticalRefund = () => proposeRefund({ order_id: 'ORD-1003', amount_cents: 20_000 });
 
@@ -101,13 +127,71 @@ describe('pages and sign-in', () => {
     expect(issued.status).toBe(403);
     expect(issued.body).toMatchObject({ code: 'ORIGIN_NOT_ALLOWED' });
   });
+
+  it('lets an approver answer her challenge after a flood of challenges for other names (none is stored)', async () => {
+    const carol = new ConsoleVisitor(approvals.url, 'carol');
+    await carol.enrol(harness);
+    const issued = await carol.post('/login/challenge', { approver: 'carol', keyId: carol.keyId });
+    const challenge = issued.body.challenge;
+    // More challenges than the console ever held (it used to keep 1,000 and evict the oldest).
+    const mallory = new ConsoleVisitor(approvals.url, 'mallory');
+    for (let start = 0; start < 1_100; start += 100) {
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, index) =>
+          mallory.post('/login/challenge', { approver: `mallory-${start + index}`, keyId: 'k' }),
+        ),
+      );
+      for (const answer of answers) expect(answer.status).toBe(200);
+    }
+    // A garbage signature does not use the challenge up; Carol's answer does, once.
+    expect(await carol.post('/login', { challenge, signature: 'A'.repeat(86) })).toMatchObject({
+      status: 401,
+      body: { code: 'LOGIN_INVALID' },
+    });
+    const signature = signValue({ kind: 'login', value: challenge, privateKey: carol.privateKey });
+    expect(await carol.post('/login', { challenge, signature })).toMatchObject({
+      status: 200,
+      body: { ok: true, approver: 'carol' },
+    });
+    expect(await carol.post('/login', { challenge, signature })).toMatchObject({
+      status: 401,
+      body: { code: 'LOGIN_INVALID' },
+    });
+  });
+
+  it('answers to its own names only: a DNS-rebinding page’s Host is refused, a public URL’s host accepted', async () => {
+    const port = new URL(approvals.url).port;
+    expect(await getWithHost(`${approvals.url}/login`, `127.0.0.1:${port}`)).toBe(200);
+    expect(await getWithHost(`${approvals.url}/login`, `localhost:${port}`)).toBe(200);
+    expect(await getWithHost(`${approvals.url}/login`, `rebound.evil.example:${port}`)).toBe(403);
+    const proxied = await startApprovalsConsole({
+      client: harness.temporal,
+      taskQueue: harness.taskQueue,
+      policy: harnessPolicy(harness),
+      port: 0,
+      publicUrl: 'https://approvals.example.com',
+    });
+    try {
+      expect(await getWithHost(`${proxied.url}/login`, 'approvals.example.com')).toBe(200);
+      expect(await getWithHost(`${proxied.url}/login`, new URL(proxied.url).host)).toBe(200);
+      // With a public URL set, another name is still refused (it was accepted before).
+      expect(await getWithHost(`${proxied.url}/login`, 'rebound.evil.example')).toBe(403);
+      expect(await getWithHost(`${proxied.url}/login`, 'approvals.example.com.evil.example')).toBe(403);
+    } finally {
+      await proxied.stop();
+    }
+  });
 });
 
 describe('the queue and a call', () => {
   it('lists a pending refund with its preview, newest first, filtered by tool and caller', async () => {
     const older = await proposeRefund({ amount_cents: 1_000 });
     const newer = await proposeRefund({ amount_cents: 1_200 });
-    const page = await (await visitor('alice').request('/')).text();
+    // The listing is shared by every session for a second and a half: the new calls show within it.
+    let page = '';
+    await expect
+      .poll(async () => (page = await (await visitor('alice').request('/')).text()), { timeout: 10_000 })
+      .toContain(newer.callId);
     expect(page).toContain('refund 1200 BRL cents on ORD-1001');
     expect(page.indexOf(newer.callId)).toBeLessThan(page.indexOf(older.callId));
     expect(page).toContain('support-bot');
@@ -119,6 +203,76 @@ describe('the queue and a call', () => {
     expect(call).toContain(`data-call-id="${newer.callId}"`);
     expect(call).toContain('&quot;amount_cents&quot;: 1200');
     expect(call).toContain('awaiting-approval');
+  });
+
+  it('carries the validated arguments and preview the page shows and signs as JSON data, with no inline script that runs', async () => {
+    // (That no value can close the data block is src/console/console-pages.test.ts's to show.)
+    const pending = await proposeRefund({ amount_cents: 1_300 });
+    const page = await (await visitor('alice').request(`/calls/${pending.callId}`)).text();
+    // Every script element either loads this origin's file or is data (which the browser never runs).
+    const scripts = page.match(/<script\b[^>]*>/g) ?? [];
+    expect(scripts).toHaveLength(2);
+    for (const tag of scripts) expect(tag).toMatch(/ src="\/assets\/[a-z-]+\.mjs"| type="application\/json"/);
+    const block =
+      /<script type="application\/json" id="call-data">([\s\S]*?)<\/script>/.exec(page)?.[1] ?? '';
+    const data = JSON.parse(block) as Record<string, unknown>;
+    const state = await harness.admin.show(pending.callId);
+    const approval = state?.approval;
+    expect(data).toEqual({
+      callId: pending.callId,
+      runId: approval?.runId,
+      nonce: approval?.nonce,
+      argsDigest: approval?.argsDigest,
+      previewDigest: approval?.previewDigest,
+      arguments: state?.validatedArguments,
+      preview: approval?.preview,
+    });
+    // What the page shows hashes to the round's digests (the browser checks this before it signs).
+    expect(digestOf(data.arguments)).toBe(approval?.argsDigest);
+    expect(digestOf(data.preview)).toBe(approval?.previewDigest);
+    expect(data.arguments).toMatchObject({ order_id: 'ORD-1001', amount_cents: 1_300 });
+    expect(page).toContain('id="signed-envelope"');
+  });
+
+  it('shows the newest calls up to its limit and says how many are waiting', async () => {
+    const small = await startApprovalsConsole({
+      client: harness.temporal,
+      taskQueue: harness.taskQueue,
+      policy: harnessPolicy(harness),
+      port: 0,
+      queueLimit: 2,
+    });
+    try {
+      const bob = new ConsoleVisitor(small.url, 'bob');
+      await bob.enrol(harness);
+      await bob.login();
+      await proposeRefund({ amount_cents: 1_101 });
+      const second = await proposeRefund({ amount_cents: 1_102 });
+      const third = await proposeRefund({ amount_cents: 1_103 });
+      let fragment = '';
+      await expect
+        .poll(async () => (fragment = await (await bob.request('/queue/entries')).text()), {
+          timeout: 10_000,
+        })
+        .toContain(third.callId);
+      expect(fragment.match(/<li class="card"/g)).toHaveLength(2);
+      expect(fragment.indexOf(third.callId)).toBeLessThan(fragment.indexOf(second.callId));
+      const waiting = Number(/Showing the newest 2 of (\d+) waiting calls/.exec(fragment)?.[1]);
+      expect(waiting).toBeGreaterThanOrEqual(3);
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('pages the history, and bounds the page number', async () => {
+    const alice = visitor('alice');
+    expect(await (await alice.request('/history')).text()).toContain('page 1');
+    const second = await (await alice.request('/history?page=2')).text();
+    expect(second).toContain('page 2');
+    expect(second).toContain('href="/history?page=1"');
+    expect(await (await alice.request('/history?page=100000')).text()).toContain('page 40');
+    expect(await (await alice.request('/history?page=-3')).text()).toContain('page 1');
+    expect(await (await alice.request('/history?page=x')).text()).toContain('page 1');
   });
 
   it('shows Carol that she may not approve a call of support-bot, which she operates', async () => {
@@ -160,7 +314,7 @@ describe('decisions relayed from the approver’s key', () => {
       status: 409,
       body: { code: 'SIGNATURE_INVALID' },
     });
-    expect(await appliedRefunds()).toBe(0);
+    await expectStillWaiting(pending.callId);
   });
 
   it('refuses self-approval (SELF_APPROVAL)', async () => {
@@ -170,7 +324,7 @@ describe('decisions relayed from the approver’s key', () => {
       status: 409,
       body: { code: 'SELF_APPROVAL' },
     });
-    expect(await appliedRefunds()).toBe(0);
+    await expectStillWaiting(pending.callId);
   });
 
   it('refuses a level the grant does not cover (APPROVER_NOT_ALLOWED)', async () => {
@@ -182,7 +336,7 @@ describe('decisions relayed from the approver’s key', () => {
     });
     const page = await (await bob.request(`/calls/${pending.callId}`)).text();
     expect(page).toContain('your grant goes up to irreversible; this call is critical');
-    expect(await appliedRefunds()).toBe(0);
+    await expectStillWaiting(pending.callId);
   });
 
   it('refuses a bad signature (SIGNATURE_INVALID) and a mismatched digest (DIGEST_MISMATCH)', async () => {
@@ -204,7 +358,7 @@ describe('decisions relayed from the approver’s key', () => {
       status: 409,
       body: { code: 'DIGEST_MISMATCH' },
     });
-    expect(await appliedRefunds()).toBe(0);
+    await expectStillWaiting(pending.callId);
   });
 
   it('needs two distinct approvers for a critical refund, and refuses a replayed decision (DECISION_REPLAYED)', async () => {
@@ -218,8 +372,9 @@ describe('decisions relayed from the approver’s key', () => {
     expect(await alice.decide(envelope)).toMatchObject({ status: 409, body: { code: 'DECISION_REPLAYED' } });
     // A second decision by Alice, freshly signed, still counts once.
     const again = await alice.decide(await alice.envelope(harness, pending.callId));
-    expect(again.status).toBe(409);
-    expect(await appliedRefunds()).toBe(0);
+    expect(again).toMatchObject({ status: 409, body: { code: 'DECISION_REPLAYED' } });
+    // Alice's approval counts once; the call waits for a second approver.
+    await expectStillWaiting(pending.callId, ['alice']);
     const page = await (await alice.request(`/calls/${pending.callId}`)).text();
     expect(page).toContain('critical needs 2 distinct approvers; approved so far by alice');
     const dave = visitor('dave');
@@ -277,7 +432,7 @@ describe('decisions relayed from the approver’s key', () => {
       accepted: false,
       code: 'KEY_REVOKED',
     });
-    expect(await appliedRefunds()).toBe(0);
+    await expectStillWaiting(pending.callId);
   });
 
   it('refuses a decision without the CSRF token (CSRF_TOKEN_INVALID)', async () => {
@@ -292,11 +447,7 @@ describe('decisions relayed from the approver’s key', () => {
       status: 403,
       body: { code: 'CSRF_TOKEN_INVALID' },
     });
-    expect(await appliedRefunds()).toBe(0);
-    expect((await harness.admin.show(pending.callId))?.approval).toMatchObject({
-      state: 'pending',
-      approvals: [],
-    });
+    await expectStillWaiting(pending.callId);
   });
 
   it('refuses a stolen session cookie used from another origin (ORIGIN_NOT_ALLOWED), and it cannot sign', async () => {
@@ -315,7 +466,7 @@ describe('decisions relayed from the approver’s key', () => {
     });
     // Even with the console's own origin, the cookie and the token, the thief has no key of Alice's.
     expect(await thief.decide(envelope)).toMatchObject({ status: 409, body: { code: 'SIGNATURE_INVALID' } });
-    expect(await appliedRefunds()).toBe(0);
+    await expectStillWaiting(pending.callId);
   });
 });
 

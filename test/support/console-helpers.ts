@@ -1,5 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
 import type { DecisionEnvelope, LoadedPolicy } from 'toolgate';
 import {
@@ -13,6 +16,9 @@ import {
 import type { ApprovalsConsole } from 'toolgate/console';
 import { startApprovalsConsole } from 'toolgate/console';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
+import type { ConsoleProcessPlan } from '../../examples/orders/start';
+import { consoleProcessPlan } from '../../examples/orders/start';
+import { temporalAddress } from './temporal';
 import { testPolicy } from './test-policy';
 import { testContracts } from './test-tools';
 import type { ToolGateHarness } from './toolgate-harness';
@@ -34,6 +40,29 @@ export function startHarnessConsole(harness: ToolGateHarness): Promise<Approvals
     taskQueue: harness.taskQueue,
     policy: harnessPolicy(harness),
     audit: harness.audit,
+    port: 0,
+  });
+}
+
+/** The harness's audit store, as a file another process can open. */
+export function harnessAuditPath(harness: ToolGateHarness): string {
+  return join(dirname(harness.policyPath), 'audit.sqlite');
+}
+
+/**
+ * The console process `npm start` runs (examples/orders/start.ts), planned for the harness's task
+ * queue in a fresh folder of its own, on a free loopback port: the very plan, with the harness's policy.
+ */
+export function harnessConsolePlan(harness: ToolGateHarness): ConsoleProcessPlan {
+  return consoleProcessPlan({
+    policy: harnessPolicy(harness),
+    directory: mkdtempSync(join(tmpdir(), 'toolgate-console-')),
+    temporal: {
+      address: temporalAddress(),
+      namespace: harness.temporal.options.namespace,
+      taskQueue: harness.taskQueue,
+    },
+    auditPath: harnessAuditPath(harness),
     port: 0,
   });
 }

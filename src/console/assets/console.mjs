@@ -2,6 +2,7 @@
 // from an invite link, signs decisions, and keeps the queue and its countdowns live. Every page is
 // rendered by the server; this only adds what needs the key or a timer. Plain ES, no framework.
 /* global document, location, history, fetch, setInterval */
+import { canonicalJson, sha256Hex } from './canonical-json.mjs';
 import {
   generateSigningKey,
   importInviteKey,
@@ -12,8 +13,21 @@ import {
   signValue,
 } from './signing-keys.mjs';
 
+// An invite link carries its secret in the fragment. Whatever page the invite route rendered (the
+// enrolment form, or a used, expired or unknown invite), the secret leaves the address bar and the
+// history entry at once; only the enrolment form keeps it, in memory.
+const inviteSecret = takeInviteSecret();
+
 const body = document.body;
 const csrfToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+
+/** The fragment of an /enrol/ address, removed from the address bar and this history entry; '' elsewhere. */
+function takeInviteSecret() {
+  if (!location.pathname.startsWith('/enrol/') || !location.hash) return '';
+  const secret = location.hash.replace(/^#/, '');
+  history.replaceState(null, '', location.pathname + location.search);
+  return secret;
+}
 
 /**
  * POSTs JSON with the session's CSRF token; the answer's JSON, or a refusal made from the status.
@@ -99,16 +113,64 @@ function setUpQueue() {
   setInterval(() => void refresh(), 2000);
 }
 
-// A call's page: builds the envelope the CLI builds, signs it here, and posts it for relaying.
+// A call's page: what the approver sees and what their key signs come from one JSON data block. The
+// arguments and the effect are rendered here from it, their digests computed here from the same
+// values; nothing is signed when they are not the round's. The envelope is shown before it is signed.
 function setUpDecision() {
-  const form = document.getElementById('decision-form');
-  if (!form) return;
+  const form = /** @type {HTMLFormElement | null} */ (document.getElementById('decision-form'));
+  const dataBlock = document.getElementById('call-data');
+  if (!form || !dataBlock) return;
+  const buttons = /** @type {HTMLButtonElement[]} */ ([...form.querySelectorAll('button')]);
+  // Buttons the server disabled (not this approver's to decide) stay disabled whatever happens here.
+  const allowed = buttons.map((button) => !button.disabled);
+  const enable = (on) => buttons.forEach((button, index) => (button.disabled = !(on && allowed[index])));
+  enable(false);
+  /** @type {{ callId: string, runId: string, nonce: string, argsDigest: string, previewDigest: string, arguments: Record<string, unknown> | null, preview: Record<string, unknown> }} */
+  let data;
+  try {
+    data = JSON.parse(dataBlock.textContent ?? '');
+  } catch {
+    say('decision-outcome', 'Not signing: this page carries no readable call data. Reload it.', 'refused');
+    return;
+  }
+  renderShown(data);
+  const reasonBox = /** @type {HTMLTextAreaElement} */ (document.getElementById('reason'));
+  const envelopeOf = (decision, reason) => ({
+    callId: data.callId,
+    runId: data.runId,
+    nonce: data.nonce,
+    argsDigest: data.argsDigest,
+    previewDigest: data.previewDigest,
+    decision,
+    approver: body.dataset.approver ?? '',
+    reason: reason || `${decision} from the approvals console`,
+    issuedAt: new Date().toISOString(),
+  });
+  const showEnvelope = (envelope) => {
+    const shown = document.getElementById('envelope');
+    // Keys in the order they are signed in (canonical JSON's), laid out to be read.
+    if (shown) shown.textContent = JSON.stringify(JSON.parse(canonicalJson(envelope)), null, 2);
+  };
+  showEnvelope(envelopeOf('approve', reasonBox.value.trim()));
+  reasonBox.addEventListener('input', () => showEnvelope(envelopeOf('approve', reasonBox.value.trim())));
+
+  const checked = checkDigests(data);
+  void checked.then((problem) => {
+    if (problem) say('decision-outcome', problem, 'refused');
+    else enable(true);
+  });
+
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const decision = event.submitter?.value === 'deny' ? 'deny' : 'approve';
-    const reason = /** @type {HTMLTextAreaElement} */ (document.getElementById('reason')).value.trim();
+    const reason = reasonBox.value.trim();
     if (decision === 'deny' && !reason) {
       say('decision-outcome', 'A denial needs a reason: the model is told it.', 'refused');
+      return;
+    }
+    const problem = await checked;
+    if (problem) {
+      say('decision-outcome', problem, 'refused');
       return;
     }
     const keyId = body.dataset.keyId ?? '';
@@ -117,21 +179,12 @@ function setUpDecision() {
       say('decision-outcome', `This browser does not hold key ${keyId}: sign in again.`, 'refused');
       return;
     }
-    const data = form.dataset;
-    const envelope = {
-      callId: data.callId,
-      runId: data.runId,
-      nonce: data.nonce,
-      argsDigest: data.argsDigest,
-      previewDigest: data.previewDigest,
-      decision,
-      approver: body.dataset.approver,
-      reason: reason || `${decision} from the approvals console`,
-      issuedAt: new Date().toISOString(),
-    };
+    const envelope = envelopeOf(decision, reason);
+    // What is signed is what is shown, to the byte.
+    showEnvelope(envelope);
     const signature = await signValue({ kind: 'decision', value: envelope, privateKey: keyPair.privateKey });
-    for (const button of form.querySelectorAll('button')) button.disabled = true;
-    const { answer } = await post(`/calls/${encodeURIComponent(data.callId ?? '')}/decisions`, {
+    enable(false);
+    const { answer } = await post(`/calls/${encodeURIComponent(data.callId)}/decisions`, {
       envelope,
       signature,
       keyId,
@@ -149,9 +202,59 @@ function setUpDecision() {
       document.getElementById('decision-outcome')?.append(refresh);
     } else {
       say('decision-outcome', `Refused: ${answer.message || answer.code}`, 'refused');
-      for (const button of form.querySelectorAll('button')) button.disabled = false;
+      enable(true);
     }
   });
+}
+
+/**
+ * Why the page must not sign, or '' when the arguments and the effect it shows are the round's: their
+ * digests, computed here, equal the round's `argsDigest` and `previewDigest`.
+ * @param {{ arguments: unknown, preview: unknown, argsDigest: string, previewDigest: string }} data
+ * @returns {Promise<string>}
+ */
+async function checkDigests(data) {
+  const argsDigest = await sha256Hex(canonicalJson(data.arguments));
+  const previewDigest = await sha256Hex(canonicalJson(data.preview));
+  const wrong = [
+    argsDigest === data.argsDigest
+      ? ''
+      : `the arguments shown hash to ${argsDigest}, the round's argsDigest is ${data.argsDigest}`,
+    previewDigest === data.previewDigest
+      ? ''
+      : `the effect shown hashes to ${previewDigest}, the round's previewDigest is ${data.previewDigest}`,
+  ].filter(Boolean);
+  return wrong.length
+    ? `Not signing: what this page shows is not what the round asks you to approve (${wrong.join('; ')}). Reload the page; if this stays, tell an operator.`
+    : '';
+}
+
+/**
+ * Renders the arguments and the effect from the page's data, as text: what the approver reads is
+ * what the digests were computed from.
+ * @param {{ arguments: unknown, preview: Record<string, unknown> }} data
+ */
+function renderShown(data) {
+  const shownArguments = document.getElementById('arguments');
+  if (shownArguments) shownArguments.textContent = JSON.stringify(data.arguments ?? null, null, 2);
+  const preview = data.preview ?? {};
+  const action = document.getElementById('effect-action');
+  if (action) action.textContent = typeof preview.action === 'string' ? preview.action : '';
+  const list = document.getElementById('effect-preview');
+  if (!list) return;
+  list.replaceChildren(
+    ...Object.entries(preview)
+      .filter(([key]) => key !== 'action')
+      .map(([key, value]) => {
+        const row = document.createElement('div');
+        const term = document.createElement('dt');
+        term.textContent = key;
+        const detail = document.createElement('dd');
+        detail.textContent = typeof value === 'string' ? value : JSON.stringify(value);
+        row.append(term, detail);
+        return row;
+      }),
+  );
 }
 
 // Sign-in: the keys this browser holds, each a button that answers the server's challenge.
@@ -196,9 +299,7 @@ async function signIn(key) {
 function setUpEnrolment() {
   const invite = document.getElementById('invite');
   if (!invite) return;
-  const secret = location.hash.replace(/^#/, '');
-  // Out of the address bar and the history at once: the link is usable once and should not linger.
-  history.replaceState(null, '', location.pathname);
+  const secret = inviteSecret;
   const button = /** @type {HTMLButtonElement} */ (document.getElementById('enrol'));
   if (!secret) {
     say(
