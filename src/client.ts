@@ -46,7 +46,20 @@ export interface CallInput {
   arguments: string | Record<string, unknown>;
   /** The id of a human confirmation; the same intent with other arguments is `IDEMPOTENCY_CONFLICT`. */
   intentId?: string;
+  /**
+   * The user's message of the turn that led to this call, when the harness has it: kept in the call's
+   * audit record for mining (`toolgate mine`). No step reads it and it is not part of the call id;
+   * longer than `maxUserMessageBytes`, it is cut.
+   */
+  userMessage?: string;
 }
+
+/**
+ * Why a session ended. `handoff`: the conversation was handed to a human; mining reads a hand-off
+ * right after a tool call as a candidate case (the tool chosen was likely the wrong one). Any other
+ * text is kept as given; a session that goes quiet ends as `idle` on its own.
+ */
+export type SessionEndReason = 'handoff' | (string & {});
 
 /** What the client needs: a Temporal client and the same tool contracts the workers run. */
 export interface ToolGateClientOptions {
@@ -227,9 +240,10 @@ export class ToolGateClient {
 
   /**
    * Ends a session: every later call in it is `SESSION_CLOSED`. Calls already waiting for approval
-   * are not part of it and stay pending until decided or expired.
+   * are not part of it and stay pending until decided or expired. The reason (`handoff` when a human
+   * takes over) is the session's result, kept with its closed run; an ended session answers `null`.
    */
-  async endSession(id: string, options: { reason?: string } = {}): Promise<SessionStats | null> {
+  async endSession(id: string, options: { reason?: SessionEndReason } = {}): Promise<SessionStats | null> {
     try {
       // With start: a session never used is ended too, so its id can never be used later.
       return await this.client.workflow.executeUpdateWithStart(endSessionUpdate, {

@@ -21,6 +21,30 @@ export { decisionRefusalCodes, errorCodes, registryRefusalCodes } from './shared
 export type { DecisionRefusalCode, ErrorCode, RegistryRefusalCode } from './shared/codes';
 export type { Effect, ToolResult } from './shared/tool-result';
 
+// Contract snapshots: what each tool promises the model, committed and compared (`toolgate contract`).
+export {
+  contractSnapshotErrorCodes,
+  parseContractSnapshot,
+  serializeContractSnapshot,
+  snapshotContracts,
+} from './contracts/contract-snapshot';
+export type {
+  ContractSnapshot,
+  ContractSnapshotErrorCode,
+  ExampleObservation,
+  FieldContract,
+  FieldMap,
+  ToolSnapshot,
+} from './contracts/contract-snapshot';
+export { contractChangeKinds, contractVerdicts, diffSnapshots } from './contracts/contract-diff';
+export type {
+  ContractChange,
+  ContractChangeKind,
+  ContractDiff,
+  ContractVerdict,
+} from './contracts/contract-diff';
+export { renderContractDiff } from './contracts/contract-report';
+
 // Tool implementations: the side of a tool that talks to its backend.
 export { defineToolImplementation } from './tools/define-tool-implementation';
 export type {
@@ -55,7 +79,7 @@ export { toolGateWorkflowBundle } from './workflow-bundle';
 
 // Agents: the client that proposes calls.
 export { ToolGateClient } from './client';
-export type { CallInput, ToolGateClientOptions } from './client';
+export type { CallInput, SessionEndReason, ToolGateClientOptions } from './client';
 
 // Agents: the caller's tools in each provider's format, and a turn's tool calls run through toolgate.
 // (The Vercel AI SDK's tools are in `toolgate/ai-sdk`, the MCP server in `toolgate/mcp`.)
@@ -78,6 +102,37 @@ export { absentOptionalNulls, inputJsonSchema, openAIStrictJsonSchema } from './
 export type { JsonSchema } from './providers/json-schema';
 export { runModelToolCalls } from './providers/provider-calls';
 export type { ModelToolCall, ProviderSession, StrictMode } from './providers/provider-calls';
+
+// Selection evals (`toolgate eval`): does the model still pick the right tool, with the right critical
+// arguments, and no tool when none is wanted? First decisions only, over any OpenAI-compatible endpoint.
+export { builtInPredicates } from './evals/argument-matchers';
+export type {
+  ArgumentMatcher,
+  ArgumentMismatch,
+  ArgumentPredicate,
+  ArgumentPredicates,
+} from './evals/argument-matchers';
+export { defaultSelectionThresholds, loadSelectionCases, parseSelectionCases } from './evals/selection-cases';
+export type {
+  HistoryMessage,
+  SelectionCase,
+  SelectionCaseFile,
+  SelectionSet,
+  SelectionThresholds,
+} from './evals/selection-cases';
+export type { ChatEndpoint, ModelDecision } from './evals/first-decision';
+export type {
+  Ratio,
+  SelectionCaseResult,
+  SelectionMetrics,
+  SelectionVerdict,
+  ThresholdMiss,
+} from './evals/selection-metrics';
+export { runSelectionSuite } from './evals/selection-suite';
+export type { SelectionReport, SelectionSuiteInput } from './evals/selection-suite';
+export { callerContracts, selectionToolDefinitions } from './evals/selection-tools';
+export { recordSelectionInSnapshot, selectionRecordOf } from './evals/selection-record';
+export type { SelectionRecord } from './evals/selection-record';
 
 // Approvers: decisions from code.
 export { ApprovalAdmin } from './admin/approvals';
@@ -107,6 +162,13 @@ export { openSqliteAuditStore } from './audit/audit-store';
 export type { AuditRecord, AuditStore, NotificationDelivery } from './audit/audit-store';
 // What an audit store of your own receives for each decision attempt (`AuditStore.appendDecisionAttempt`).
 export type { DecisionAttempt } from './shared/temporal';
+// Mining: candidate cases for the selection suite from recorded traffic (`toolgate mine`); never labels.
+export { mineCases } from './mining/mine-cases';
+export type { MiningReport } from './mining/mine-cases';
+export { candidateKinds } from './mining/mined-candidates';
+export type { CandidateKind, MinedCandidate, SessionEnd } from './mining/mined-candidates';
+export { caseFileSkeleton } from './mining/case-skeleton';
+export type { CaseFileSkeleton, SkeletonCase } from './mining/case-skeleton';
 
 // Keys and credentials.
 export { generateKeyPairFiles, keyPaths, readPrivateKey, readPublicKeyHex } from './keys/key-files';
@@ -156,6 +218,7 @@ export {
   maxArgumentsBytes,
   maxArgumentsDepth,
   maxToolNameLength,
+  maxUserMessageBytes,
   parseArguments,
 } from './shared/proposal';
 export type { ParsedArguments, Proposal } from './shared/proposal';

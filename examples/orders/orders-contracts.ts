@@ -27,6 +27,9 @@ export const getOrderContract = defineToolContract({
   effect: 'read',
   domainCodes: { ORDER_NOT_FOUND: 'no order has this id' },
   summarize: (args) => `read ${args.order_id}`,
+  // Arguments as a model sends them, checked against the input schema now and recorded with their risk
+  // level in the contract snapshot (`toolgate contract snapshot`); a read's level is always `read`.
+  examples: [{ order_id: 'ORD-1001' }, { order_id: 'ORD-1002' }],
 });
 
 /** Above this many cents a refund is `critical` rather than `irreversible`. */
@@ -68,6 +71,13 @@ export const refundOrderContract = defineToolContract({
   summarize: (args) => `refund ${args.amount_cents} ${args.currency} on ${args.order_id}`,
   // A refund's credential covers this one order only.
   resource: (args) => `order:${args.order_id}`,
+  // A small, a boundary and a large refund: the snapshot records the risk of each, so a change to the
+  // risk function that lowers one (critical to irreversible) fails `toolgate contract check`.
+  examples: [
+    { order_id: 'ORD-1001', amount_cents: 2590, currency: 'BRL', reason: 'damaged' },
+    { order_id: 'ORD-1002', amount_cents: criticalRefundCents, currency: 'USD', reason: 'not_delivered' },
+    { order_id: 'ORD-1001', amount_cents: 25_000, currency: 'BRL', reason: 'customer_request' },
+  ],
 });
 
 /** The orders domain's contracts, in the order the model sees them. */

@@ -16,6 +16,8 @@ export interface AuditRecord {
   /** The proposal as the model sent it (raw arguments text). */
   rawArguments: string;
   intentId?: string;
+  /** The user's message of the turn, when the harness attached one to the proposal (for mining). */
+  userMessage?: string;
   validatedArguments?: Record<string, unknown>;
   riskLevel?: string;
   policyVersion?: string;
@@ -46,6 +48,7 @@ export function admissionRefusalRecord(refusal: AdmissionRefusal): AuditRecord {
     tool: proposal.tool,
     rawArguments: auditedRawArguments(proposal),
     ...(proposal.intentId !== undefined ? { intentId: proposal.intentId } : {}),
+    ...(typeof proposal.userMessage === 'string' ? { userMessage: proposal.userMessage } : {}),
     ...(refusal.policyVersion !== undefined ? { policyVersion: refusal.policyVersion } : {}),
     code: result.code,
     ok: result.ok,
@@ -92,6 +95,13 @@ export interface AuditStore {
   recordsOf(callId: string): AuditRecord[];
   /** The newest records, newest first. */
   recent(input?: { limit?: number }): AuditRecord[];
+  /**
+   * The records written from `since` (inclusive) to `until` (exclusive), ISO 8601 instants, oldest
+   * first: what mining (`toolgate mine`) reads. Never changes anything.
+   */
+  recordsBetween(input: { since: string; until: string }): AuditRecord[];
+  /** Every record of a session (its calls and its admission refusals), oldest first. */
+  recordsOfSession(session: string): AuditRecord[];
   /** Appends a decision attempt, accepted or refused; the same (update id, source) twice writes once. */
   appendDecisionAttempt(attempt: DecisionAttempt): boolean;
   /** Every decision attempt on a call, oldest first. */
@@ -131,6 +141,7 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       UNIQUE (call_id, run_id)
     );
     CREATE INDEX IF NOT EXISTS audit_records_by_session ON audit_records (session);
+    CREATE INDEX IF NOT EXISTS audit_records_by_recorded_at ON audit_records (recorded_at);
     CREATE TABLE IF NOT EXISTS decision_attempts (
       sequence INTEGER PRIMARY KEY AUTOINCREMENT,
       update_id TEXT NOT NULL,
@@ -181,6 +192,11 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     VALUES (@callId, @runId, @tool, @caller, @session, @code, @effect, @recordedAt, @record)`);
   const byCall = database.prepare('SELECT record FROM audit_records WHERE call_id = ? ORDER BY sequence');
   const newest = database.prepare('SELECT record FROM audit_records ORDER BY sequence DESC LIMIT ?');
+  // recorded_at is an ISO 8601 instant in UTC (toISOString), so text order is time order.
+  const written = database.prepare(
+    'SELECT record FROM audit_records WHERE recorded_at >= ? AND recorded_at < ? ORDER BY sequence',
+  );
+  const bySession = database.prepare('SELECT record FROM audit_records WHERE session = ? ORDER BY sequence');
   const insertAttempt = database.prepare(`
     INSERT OR IGNORE INTO decision_attempts (update_id, source, call_id, recorded_at, attempt)
     VALUES (@updateId, @source, @callId, @recordedAt, @attempt)`);
@@ -216,6 +232,8 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       }).changes === 1,
     recordsOf: (callId) => parse(byCall.all(callId)),
     recent: (options) => parse(newest.all(options?.limit ?? 50)),
+    recordsBetween: ({ since, until }) => parse(written.all(since, until)),
+    recordsOfSession: (session) => parse(bySession.all(session)),
     appendDecisionAttempt: (attempt) =>
       insertAttempt.run({
         updateId: attempt.updateId,

@@ -8,9 +8,12 @@ import { addCallCommands } from './call-commands';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
 import { addConsoleCommand } from './console-command';
+import { addContractCommands } from './contract-commands';
 import { addDevCommand } from './dev-command';
+import { addEvalCommand } from './eval-command';
 import { addKeyCommands } from './key-commands';
 import { addMcpCommands } from './mcp-commands';
+import { addMineCommand } from './mine-command';
 import { addSessionCommands } from './session-commands';
 import { addWorkerCommand } from './worker-command';
 
@@ -82,6 +85,9 @@ function createProgram(context: CliContext): Command {
   addApproverCommands(program, context);
   addMcpCommands(program, context);
   addConsoleCommand(program, context);
+  addMineCommand(program, context);
+  addEvalCommand(program, context);
+  addContractCommands(program, context);
   return program;
 }
 

@@ -9,6 +9,11 @@ export const maxArgumentsBytes = 256 * 1024;
  * before anything walks them. Tool arguments are a few levels deep; 64 leaves room for any schema.
  */
 export const maxArgumentsDepth = 64;
+/**
+ * The largest user message a proposal carries (UTF-8 bytes); a longer one is cut to it (on a
+ * character boundary) and flagged. It is context for a person (mining), never input to a decision.
+ */
+export const maxUserMessageBytes = 16 * 1024;
 
 /**
  * One proposed call as it travels into the workflow: the model's raw text, capped so that no
@@ -30,6 +35,14 @@ export interface Proposal {
    */
   argumentsUnreadable?: string;
   intentId?: string;
+  /**
+   * The user's message of the turn that led to this call, when the harness attached one: kept in the
+   * call's audit record so that mining (`toolgate mine`) can show it. No step reads it, and it is not
+   * part of the call id. Capped at `maxUserMessageBytes`.
+   */
+  userMessage?: string;
+  /** Set when the user message was longer than `maxUserMessageBytes` and was cut. */
+  userMessageTruncated?: true;
 }
 
 /** The raw arguments as an audit record keeps them: the text, or the size and digest of one over the cap. */
@@ -134,6 +147,7 @@ export function capProposal(input: {
   tool: string;
   arguments: string | Record<string, unknown>;
   intentId?: string;
+  userMessage?: string;
 }): Proposal {
   const read =
     typeof input.arguments === 'string' ? { text: input.arguments } : argumentsText(input.arguments);
@@ -155,7 +169,28 @@ export function capProposal(input: {
     proposal.argumentsTooLarge = { bytes, sha256: sha256Hex(rawText) };
   }
   if (input.intentId !== undefined) proposal.intentId = input.intentId;
+  // Only text: the harness's JavaScript callers may pass anything, and it is never worth a failed call.
+  if (typeof input.userMessage === 'string') {
+    const message = cutToUtf8Bytes({ text: input.userMessage, maxBytes: maxUserMessageBytes });
+    proposal.userMessage = message.text;
+    if (message.cut) proposal.userMessageTruncated = true;
+  }
   return proposal;
+}
+
+/** The longest prefix of `text` within `maxBytes` UTF-8 bytes, never splitting a character. */
+function cutToUtf8Bytes(input: { text: string; maxBytes: number }): { text: string; cut: boolean } {
+  const { text, maxBytes } = input;
+  let bytes = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    const pair = code >= 0xd800 && code <= 0xdbff && index + 1 < text.length;
+    const size = code < 0x80 ? 1 : code < 0x800 ? 2 : pair ? 4 : 3;
+    if (bytes + size > maxBytes) return { text: text.slice(0, index), cut: true };
+    bytes += size;
+    if (pair) index++;
+  }
+  return { text, cut: false };
 }
 
 function utf8Length(text: string): number {

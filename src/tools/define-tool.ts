@@ -58,6 +58,11 @@ export interface ToolContract<
   readonly retry?: Partial<ExecutionRetry>;
   /** What a write's credential may touch, e.g. `order:ORD-1001` (default: the tool's name). */
   readonly resource: (args: z.output<Input>) => string;
+  /**
+   * Arguments as a model would send them, each checked against the input schema at definition time:
+   * the contract snapshot records the risk level the tool gives each one, so a lowered level shows.
+   */
+  readonly examples?: readonly z.input<Input>[];
 }
 
 /** A tool contract whose argument types have been erased, as the registry and the workflow hold it. */
@@ -76,6 +81,8 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
   summarize?: (args: z.output<Input>) => string;
   retry?: Partial<ExecutionRetry>;
   resource?: (args: z.output<Input>) => string;
+  /** Arguments as a model would send them (e.g. a small and a large refund); each must pass the input schema. */
+  examples?: readonly z.input<Input>[];
 }
 
 /**
@@ -136,6 +143,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
       fail(`idempotencyFields names "${field}", which is not an input field`);
     }
   }
+  const examples = checkExamples({ definition, fail });
   const risk = definition.risk;
   const name = definition.name;
   return Object.freeze({
@@ -156,7 +164,29 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     summarize: definition.summarize ?? ((): string => name),
     resource: definition.resource ?? ((): string => name),
     ...(definition.retry ? { retry: { ...definition.retry } } : {}),
+    ...(examples ? { examples } : {}),
   });
+}
+
+/** The definition's examples, copied and frozen, once each has passed the input schema. */
+function checkExamples<Input extends ToolInputSchema>(input: {
+  definition: { input: Input; examples?: readonly z.input<Input>[] };
+  fail: (problem: string) => never;
+}): readonly z.input<Input>[] | undefined {
+  const { definition, fail } = input;
+  if (definition.examples === undefined) return undefined;
+  if (!Array.isArray(definition.examples)) fail('examples must be an array of argument objects');
+  const examples = (definition.examples as readonly unknown[]).map((example, index): unknown => {
+    const parsed = definition.input.safeParse(example);
+    if (!parsed.success) {
+      const problems = parsed.error.issues
+        .map((issue) => `${issue.path.length ? issue.path.join('.') : '(arguments)'}: ${issue.message}`)
+        .join('; ');
+      fail(`examples[${index}] does not pass the input schema (${problems}); fix the example or the schema`);
+    }
+    return structuredClone(example);
+  });
+  return Object.freeze(examples) as readonly z.input<Input>[];
 }
 
 function checkFields(input: {

@@ -582,6 +582,7 @@ class CallRun {
       tool: proposal.tool,
       rawArguments: auditedRawArguments(proposal),
       ...(proposal.intentId !== undefined ? { intentId: proposal.intentId } : {}),
+      ...(typeof proposal.userMessage === 'string' ? { userMessage: proposal.userMessage } : {}),
       ...(evaluation?.args ? { validatedArguments: evaluation.args } : {}),
       ...(evaluation?.riskLevel ? { riskLevel: evaluation.riskLevel } : {}),
       ...(evaluation ? { policyVersion: evaluation.policyVersion } : {}),

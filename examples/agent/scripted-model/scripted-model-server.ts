@@ -4,7 +4,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setImmediate as nextTick } from 'node:timers/promises';
+import { setImmediate as nextTick, setTimeout as sleep } from 'node:timers/promises';
 import type { AssistantAnswer } from './chat-completions-wire';
 import { chatCompletion, chatCompletionChunks, estimateUsage, wireId } from './chat-completions-wire';
 import { ChatRequestError, parseChatRequest } from './chat-request';
@@ -37,6 +37,8 @@ export interface ScriptedModelServer {
   models: readonly string[];
   /** Every chat completion request answered so far, oldest first. */
   requests: readonly ServedRequest[];
+  /** The most chat completion requests it has had in flight at once. */
+  readonly peakInFlight: number;
   close(): Promise<void>;
 }
 
@@ -74,11 +76,19 @@ function readBody(request: IncomingMessage): Promise<string> {
  * the conversation is at. Any API key is accepted.
  */
 export async function startScriptedModelServer(
-  input: { scripts?: readonly ModelScript[]; host?: string; port?: number } = {},
+  input: {
+    scripts?: readonly ModelScript[];
+    host?: string;
+    port?: number;
+    /** How long each chat completion takes to start answering, as a model thinks (default 0). */
+    latencyMs?: number;
+  } = {},
 ): Promise<ScriptedModelServer> {
   const scripts = input.scripts ?? modelScripts;
   const host = input.host ?? '127.0.0.1';
   const requests: ServedRequest[] = [];
+  let inFlight = 0;
+  let peakInFlight = 0;
   const created = () => Math.floor(Date.now() / 1000);
   const modelEntry = (script: ModelScript) => ({
     id: script.name,
@@ -88,6 +98,17 @@ export async function startScriptedModelServer(
   });
 
   async function completeChat(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    inFlight += 1;
+    peakInFlight = Math.max(peakInFlight, inFlight);
+    try {
+      if (input.latencyMs) await sleep(input.latencyMs);
+      await answerChat(request, response);
+    } finally {
+      inFlight -= 1;
+    }
+  }
+
+  async function answerChat(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const text = await readBody(request);
     let body: unknown;
     try {
@@ -207,6 +228,9 @@ export async function startScriptedModelServer(
     port,
     models: scripts.map((script) => script.name),
     requests,
+    get peakInFlight() {
+      return peakInFlight;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));

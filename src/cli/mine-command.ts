@@ -1,0 +1,160 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { Command } from 'commander';
+import { openSqliteAuditStore } from '../audit/audit-store';
+import { caseFileSkeleton } from '../mining/case-skeleton';
+import type { MiningReport } from '../mining/mine-cases';
+import { defaultMiningLimit, mineCases } from '../mining/mine-cases';
+import type { MinedCandidate } from '../mining/mined-candidates';
+import type { MiningUsageCode } from '../mining/mining-window';
+import { instantForms, parseMiningInstant } from '../mining/mining-window';
+import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
+import { commandAction, configOf, connectionSettings } from './cli-context';
+
+type MineOptions = GlobalOptions & {
+  since: string;
+  until?: string;
+  limit?: string;
+  out?: string;
+  force?: boolean;
+};
+
+const shownArgumentsLength = 300;
+
+/**
+ * Adds `mine`: candidate cases for the selection suite from recorded traffic, most valuable first,
+ * each with why; `--out` writes a case file skeleton a person completes. It reads only and labels nothing.
+ */
+export function addMineCommand(program: Command, context: CliContext): void {
+  program
+    .command('mine')
+    .description(
+      'list candidate cases for the selection suite from the audit store and the sessions: hand-offs right ' +
+        'after a tool call, denied approvals, loops, rejected arguments (most valuable first, each with why)',
+    )
+    .requiredOption('--since <date>', `the start of the window: ${instantForms}`)
+    .option('--until <date>', 'the end of the window, exclusive (default: now)')
+    .option('--limit <n>', `at most this many candidates (default ${defaultMiningLimit})`)
+    .option('--out <file>', 'write a case file skeleton (the selection suite format) for a person to label')
+    .option('--force', 'with --out, replace the file if it exists')
+    .action(
+      commandAction(context, async (_options: unknown, command: Command) =>
+        mine({ options: command.optsWithGlobals<MineOptions>(), output: context.output }),
+      ),
+    );
+}
+
+async function mine(input: { options: MineOptions; output: CliOutput }): Promise<number> {
+  const { options, output } = input;
+  // Every argument is checked before anything is read or written.
+  const refuse = (code: MiningUsageCode, message: string): number => {
+    output.error(`${code}: ${message}`);
+    return 2;
+  };
+  const now = new Date();
+  const since = parseMiningInstant({ text: options.since, now });
+  if (!since.ok) return refuse('INVALID_DATE', `--since ${since.message}; write ${instantForms}`);
+  const until = options.until !== undefined ? parseMiningInstant({ text: options.until, now }) : undefined;
+  if (until && !until.ok) return refuse('INVALID_DATE', `--until ${until.message}; write ${instantForms}`);
+  const untilInstant = until?.ok ? until.instant : now;
+  if (since.instant.getTime() >= untilInstant.getTime()) {
+    return refuse(
+      'INVALID_DATE',
+      `--since (${since.instant.toISOString()}) must be before --until (${untilInstant.toISOString()})`,
+    );
+  }
+  let limit = defaultMiningLimit;
+  if (options.limit !== undefined) {
+    limit = Number(options.limit);
+    if (!/^\d+$/.test(options.limit) || !Number.isSafeInteger(limit) || limit < 1) {
+      return refuse('INVALID_LIMIT', `--limit takes a whole number above 0 (got "${options.limit}")`);
+    }
+  }
+  const out = options.out !== undefined ? resolve(options.out) : undefined;
+  if (out !== undefined && existsSync(out) && !options.force) {
+    return refuse(
+      'OUTPUT_EXISTS',
+      `${out} exists (perhaps half labelled); name another file, or pass --force`,
+    );
+  }
+  const config = configOf(options);
+  // Opening a missing store would create an empty one and report nothing found: say what is wrong instead.
+  if (config.auditPath !== ':memory:' && !existsSync(config.auditPath)) {
+    return refuse(
+      'AUDIT_STORE_MISSING',
+      `no audit store at ${config.auditPath}; check auditPath in your config (a worker writes it)`,
+    );
+  }
+  const settings = connectionSettings(options, config);
+  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  const audit = openSqliteAuditStore({ path: config.auditPath });
+  let report: MiningReport;
+  try {
+    report = await mineCases({
+      audit,
+      sessions: {
+        client: new Client({ connection, namespace: settings.namespace }),
+        taskQueue: settings.taskQueue,
+      },
+      since: since.instant,
+      until: untilInstant,
+      limit,
+    });
+  } finally {
+    audit.close();
+    await connection.close();
+  }
+  const wrote = out !== undefined && report.candidates.length > 0;
+  if (wrote) {
+    // Never over a file that appeared meanwhile, unless --force.
+    writeFileSync(out, `${JSON.stringify(caseFileSkeleton({ report }), null, 2)}\n`, {
+      flag: options.force ? 'w' : 'wx',
+    });
+  }
+  if (options.json) {
+    output.out(JSON.stringify({ ...report, ...(wrote ? { out } : {}) }));
+    return 0;
+  }
+  output.out(formatReport(report));
+  if (out !== undefined) {
+    output.out(
+      wrote
+        ? `\nwrote ${report.candidates.length} case(s) to label to ${out}`
+        : `\nno candidates, so no case file was written to ${out}`,
+    );
+  }
+  return 0;
+}
+
+/** The report for a person: the window, then each candidate with why, its user message and its arguments. */
+function formatReport(report: MiningReport): string {
+  const lines = [
+    `${report.found} candidate(s) from ${report.since} to ${report.until}` +
+      (report.found > report.candidates.length
+        ? `, the ${report.candidates.length} most valuable shown`
+        : '') +
+      ` (${report.recordsRead} audit record(s) read` +
+      (report.sessionEnds
+        ? `, ${report.sessionEnds.read} ended session(s) with calls, ${report.sessionEnds.handoffs} hand-off(s))`
+        : ')'),
+  ];
+  report.candidates.forEach((candidate, index) => lines.push('', ...candidateLines(candidate, index + 1)));
+  return lines.join('\n');
+}
+
+function candidateLines(candidate: MinedCandidate, position: number): string[] {
+  const shown =
+    candidate.rawArguments.length > shownArgumentsLength
+      ? `${candidate.rawArguments.slice(0, shownArgumentsLength)}… (${candidate.rawArguments.length} characters)`
+      : candidate.rawArguments || '(none)';
+  const seen = candidate.occurrences > 1 ? `, seen ${candidate.occurrences} times` : '';
+  return [
+    `${position}. [${candidate.kind}] ${candidate.tool} -> ${candidate.code} (${candidate.caller}${seen})  ${candidate.id}`,
+    ...candidate.why.map((line) => `   why:       ${line}`),
+    `   user:      ${candidate.userMessage !== undefined ? JSON.stringify(candidate.userMessage) : '(no user message attached)'}`,
+    `   arguments: ${shown}`,
+    `   session:   ${candidate.sessions.join(', ')}`,
+    `   calls:     ${candidate.callIds.join(', ')}`,
+  ];
+}

@@ -1,0 +1,582 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { AnyToolContract, ToolContractDefinition, ToolInputSchema } from '../tools/define-tool';
+import { defineToolContract } from '../tools/define-tool';
+import type { ContractChange } from './contract-diff';
+import { diffSnapshots } from './contract-diff';
+import { snapshotContracts } from './contract-snapshot';
+
+// Two versions of a registry, each built with defineToolContract as a tool author writes it; the diff
+// of their snapshots is what `toolgate contract check` reports.
+
+const reason = z
+  .enum(['damaged', 'not_delivered', 'customer_request'])
+  .describe('Why the customer is refunded.');
+
+function refundInput(fields: Record<string, z.ZodType> = {}) {
+  return z.strictObject({
+    order_id: z
+      .string()
+      .regex(/^ORD-\d{4}$/)
+      .describe('Order id, for example ORD-1001.'),
+    amount_cents: z.int().positive().max(100_000).describe('Refund amount in cents.'),
+    reason,
+    note: z.string().max(200).optional().describe('A note for the customer.'),
+    ...fields,
+  });
+}
+
+const refundOutput = z.strictObject({
+  refund_id: z.string(),
+  amount_cents: z.int(),
+  status: z.enum(['applied', 'queued']),
+  remaining_refundable_cents: z.int(),
+});
+
+/** A small and a large refund: the risk function gives them different levels. */
+const refundExamples = [
+  { order_id: 'ORD-1001', amount_cents: 2590, reason: 'damaged' },
+  { order_id: 'ORD-1002', amount_cents: 25_000, reason: 'not_delivered' },
+];
+
+function refundTool(
+  overrides: Partial<ToolContractDefinition<ToolInputSchema, z.ZodType>> = {},
+): AnyToolContract {
+  const definition: ToolContractDefinition<ToolInputSchema, z.ZodType> = {
+    name: 'refund_order',
+    description: 'Refund part or all of an order, in cents. Only when the user asked for a refund.',
+    input: refundInput(),
+    output: refundOutput,
+    effect: 'write',
+    risk: ({ args }) => ((args.amount_cents as number) > 10_000 ? 'critical' : 'irreversible'),
+    domainCodes: {
+      ORDER_NOT_FOUND: 'no order has this id',
+      AMOUNT_EXCEEDS_REFUNDABLE: 'more than what is still refundable',
+    },
+    idempotencyFields: ['order_id', 'amount_cents'],
+    ...overrides,
+  };
+  return defineToolContract(definition);
+}
+
+const readTool = defineToolContract({
+  name: 'get_order',
+  description: 'Read one order: its total and what is still refundable. No side effects.',
+  input: z.strictObject({ order_id: z.string().describe('Order id, for example ORD-1001.') }),
+  output: z.strictObject({ order_id: z.string(), total_cents: z.int() }),
+  effect: 'read',
+});
+
+/** The diff between a registry of `before` and one of `after`. */
+function diff(before: AnyToolContract[], after: AnyToolContract[]) {
+  return diffSnapshots(snapshotContracts({ tools: before }), snapshotContracts({ tools: after }));
+}
+
+/** The one change between two versions of the refund tool, and that it is the only one. */
+function onlyChange(after: AnyToolContract, before: AnyToolContract = refundTool()): ContractChange {
+  const { changes } = diff([before], [after]);
+  expect(changes, JSON.stringify(changes, null, 2)).toHaveLength(1);
+  return changes[0]!;
+}
+
+describe('what is no change at all', () => {
+  it('sees no change when fields, keys, enum values and domain codes are only reordered', () => {
+    const reordered = defineToolContract({
+      name: 'refund_order',
+      description: 'Refund part or all of an order, in cents. Only when the user asked for a refund.',
+      input: z.strictObject({
+        note: z.string().max(200).optional().describe('A note for the customer.'),
+        reason: z
+          .enum(['customer_request', 'not_delivered', 'damaged'])
+          .describe('Why the customer is refunded.'),
+        amount_cents: z.int().max(100_000).positive().describe('Refund amount in cents.'),
+        order_id: z
+          .string()
+          .regex(/^ORD-\d{4}$/)
+          .describe('Order id, for example ORD-1001.'),
+      }),
+      output: z.strictObject({
+        remaining_refundable_cents: z.int(),
+        status: z.enum(['queued', 'applied']),
+        amount_cents: z.int(),
+        refund_id: z.string(),
+      }),
+      effect: 'write',
+      risk: ({ args }) => (args.amount_cents > 10_000 ? 'critical' : 'irreversible'),
+      domainCodes: {
+        AMOUNT_EXCEEDS_REFUNDABLE: 'more than what is still refundable',
+        ORDER_NOT_FOUND: 'no order has this id',
+      },
+      idempotencyFields: ['amount_cents', 'order_id'],
+      examples: [
+        { order_id: 'ORD-1002', reason: 'not_delivered', amount_cents: 25_000 },
+        { reason: 'damaged', amount_cents: 2590, order_id: 'ORD-1001' },
+      ],
+    });
+    const original = refundTool({ examples: refundExamples });
+    const result = diff([original, readTool], [readTool, reordered]);
+    expect(result).toMatchObject({ ok: true, verdict: 'unchanged', changes: [] });
+    const [before, after] = [original, reordered].map(
+      (tool) => snapshotContracts({ tools: [tool] }).tools[0]!.fingerprints,
+    );
+    expect(after).toEqual(before);
+  });
+
+  it('sees no change between two ways of writing one integer bound (> 0 and >= 1)', () => {
+    const before = refundTool({ input: refundInput({ count: z.int().positive().describe('How many.') }) });
+    const after = refundTool({ input: refundInput({ count: z.int().min(1).describe('How many.') }) });
+    expect(diff([before], [after]).changes).toEqual([]);
+  });
+});
+
+describe('behavioural changes: flagged, the check passes, the selection suite must run', () => {
+  it("reports a tool's description change as behavioural, not breaking, with both texts", () => {
+    const change = onlyChange(
+      refundTool({ description: 'Refund an order. Call get_order first; only when the user asked for it.' }),
+    );
+    expect(change).toMatchObject({
+      verdict: 'behavioural',
+      kind: 'DESCRIPTION_CHANGED',
+      tool: 'refund_order',
+      path: 'description',
+      before: 'Refund part or all of an order, in cents. Only when the user asked for a refund.',
+      after: 'Refund an order. Call get_order first; only when the user asked for it.',
+    });
+    const result = diff(
+      [refundTool()],
+      [refundTool({ description: 'Refund an order, in cents, when asked.' })],
+    );
+    expect(result).toMatchObject({ ok: true, verdict: 'behavioural', selectionSuiteMustRun: true });
+  });
+
+  it("reports a parameter's description change at the parameter's path, and moves only the discovery fingerprint", () => {
+    const after = refundTool({
+      input: refundInput({ reason: reason.describe('Why the customer is refunded, in their words.') }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'behavioural',
+      kind: 'DESCRIPTION_CHANGED',
+      path: 'input.reason',
+      aspect: 'description',
+      before: 'Why the customer is refunded.',
+      after: 'Why the customer is refunded, in their words.',
+    });
+    const [old, now] = [refundTool(), after].map((tool) => snapshotContracts({ tools: [tool] }).tools[0]!);
+    expect(now!.fingerprints.invocation).toBe(old!.fingerprints.invocation);
+    expect(now!.fingerprints.discovery).not.toBe(old!.fingerprints.discovery);
+  });
+
+  it('reports a new tool as behavioural', () => {
+    const result = diff([refundTool()], [refundTool(), readTool]);
+    expect(result.changes).toEqual([
+      expect.objectContaining({ verdict: 'behavioural', kind: 'TOOL_ADDED', tool: 'get_order', path: '' }),
+    ]);
+    expect(result.ok).toBe(true);
+  });
+});
+
+describe('breaking changes: the check fails and says what changed, where', () => {
+  it('a tool removed', () => {
+    const result = diff([refundTool(), readTool], [readTool]);
+    expect(result.changes).toEqual([
+      expect.objectContaining({ verdict: 'breaking', kind: 'TOOL_REMOVED', tool: 'refund_order' }),
+    ]);
+    expect(result).toMatchObject({ ok: false, verdict: 'breaking' });
+  });
+
+  it('a new required parameter', () => {
+    const after = refundTool({
+      input: refundInput({ currency: z.enum(['BRL', 'USD']).describe('Currency.') }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'FIELD_ADDED',
+      path: 'input.currency',
+      after: { type: 'string', required: true, enum: ['BRL', 'USD'] },
+    });
+  });
+
+  it('an optional parameter made required', () => {
+    const after = refundTool({
+      input: refundInput({ note: z.string().max(200).describe('A note for the customer.') }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'FIELD_NOW_REQUIRED',
+      path: 'input.note',
+      before: false,
+      after: true,
+    });
+  });
+
+  it('an enum value removed', () => {
+    const after = refundTool({
+      input: refundInput({
+        reason: z.enum(['damaged', 'not_delivered']).describe('Why the customer is refunded.'),
+      }),
+    });
+    const change = onlyChange(after);
+    expect(change).toMatchObject({ verdict: 'breaking', kind: 'ENUM_VALUE_REMOVED', path: 'input.reason' });
+    expect(change.message).toContain('"customer_request" removed');
+  });
+
+  it('a type changed', () => {
+    const after = refundTool({
+      input: refundInput({ amount_cents: z.string().describe('Refund amount in cents.') }),
+    });
+    const { changes } = diff([refundTool()], [after]);
+    expect(changes[0]).toMatchObject({
+      verdict: 'breaking',
+      kind: 'TYPE_CHANGED',
+      path: 'input.amount_cents',
+      before: 'integer',
+      after: 'string',
+    });
+  });
+
+  it('a pattern changed, and a pattern added', () => {
+    const changed = refundTool({
+      input: refundInput({
+        order_id: z
+          .string()
+          .regex(/^ORD-\d{6}$/)
+          .describe('Order id, for example ORD-1001.'),
+      }),
+    });
+    expect(onlyChange(changed)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_CHANGED',
+      path: 'input.order_id',
+      aspect: 'pattern',
+      before: '^ORD-\\d{4}$',
+      after: '^ORD-\\d{6}$',
+    });
+    const added = refundTool({
+      input: refundInput({
+        note: z
+          .string()
+          .max(200)
+          .regex(/^[^<>]*$/)
+          .optional()
+          .describe('A note for the customer.'),
+      }),
+    });
+    expect(onlyChange(added)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input.note',
+      aspect: 'pattern',
+    });
+  });
+
+  it('a maximum lowered', () => {
+    const after = refundTool({
+      input: refundInput({
+        amount_cents: z.int().positive().max(50_000).describe('Refund amount in cents.'),
+      }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input.amount_cents',
+      aspect: 'maximum',
+      before: '<= 100000',
+      after: '<= 50000',
+    });
+  });
+
+  it('a minimum raised', () => {
+    const after = refundTool({
+      input: refundInput({ amount_cents: z.int().min(100).max(100_000).describe('Refund amount in cents.') }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input.amount_cents',
+      aspect: 'minimum',
+      before: '>= 1',
+      after: '>= 100',
+    });
+  });
+
+  it('a new bound where there was none', () => {
+    const after = refundTool({
+      input: refundInput({ count: z.int().max(10).describe('How many.') }),
+    });
+    const before = refundTool({ input: refundInput({ count: z.int().describe('How many.') }) });
+    expect(onlyChange(after, before)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input.count',
+      aspect: 'maximum',
+      before: 'none',
+      after: '<= 10',
+    });
+  });
+
+  it('a maxLength lowered', () => {
+    const after = refundTool({
+      input: refundInput({ note: z.string().max(100).optional().describe('A note for the customer.') }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input.note',
+      aspect: 'maxLength',
+      before: 200,
+      after: 100,
+    });
+  });
+
+  it('an input field removed', () => {
+    const after = refundTool({ input: refundInput().omit({ note: true }) });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'FIELD_REMOVED',
+      path: 'input.note',
+    });
+  });
+
+  it('an output field renamed: the removal is breaking, at its path, and names the likely new name', () => {
+    const after = refundTool({
+      output: refundOutput.omit({ remaining_refundable_cents: true }).extend({ remaining_cents: z.int() }),
+    });
+    const { changes, ok } = diff([refundTool()], [after]);
+    expect(ok).toBe(false);
+    expect(changes).toEqual([
+      expect.objectContaining({
+        verdict: 'breaking',
+        kind: 'FIELD_REMOVED',
+        path: 'output.remaining_refundable_cents',
+        before: { type: 'integer', required: true },
+      }),
+      expect.objectContaining({ verdict: 'compatible', kind: 'FIELD_ADDED', path: 'output.remaining_cents' }),
+    ]);
+    expect(changes[0]!.message).toContain('renamed to "remaining_cents"?');
+  });
+
+  it('an output field that was always there may now be missing', () => {
+    const after = refundTool({ output: refundOutput.extend({ refund_id: z.string().optional() }) });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'FIELD_NOW_OPTIONAL',
+      path: 'output.refund_id',
+    });
+  });
+
+  it('an output enum value added: a reader told the old values meets one it does not know', () => {
+    const after = refundTool({
+      output: refundOutput.extend({ status: z.enum(['applied', 'queued', 'held']) }),
+    });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'ENUM_VALUE_ADDED',
+      path: 'output.status',
+    });
+  });
+
+  it('a domain code removed, and one renamed', () => {
+    const removed = refundTool({ domainCodes: { ORDER_NOT_FOUND: 'no order has this id' } });
+    expect(onlyChange(removed)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'DOMAIN_CODE_REMOVED',
+      path: 'domainCodes.AMOUNT_EXCEEDS_REFUNDABLE',
+    });
+    const renamed = refundTool({
+      domainCodes: {
+        ORDER_MISSING: 'no order has this id',
+        AMOUNT_EXCEEDS_REFUNDABLE: 'more than what is still refundable',
+      },
+    });
+    const { changes } = diff([refundTool()], [renamed]);
+    expect(changes.map(({ verdict, kind, path }) => ({ verdict, kind, path }))).toEqual([
+      { verdict: 'breaking', kind: 'DOMAIN_CODE_REMOVED', path: 'domainCodes.ORDER_NOT_FOUND' },
+      { verdict: 'compatible', kind: 'DOMAIN_CODE_ADDED', path: 'domainCodes.ORDER_MISSING' },
+    ]);
+    expect(changes[0]!.message).toContain('renamed to ORDER_MISSING?');
+  });
+
+  it("a risk level lowered on one of the tool's examples", () => {
+    const after = refundTool({
+      examples: refundExamples,
+      risk: ({ args }) => ((args.amount_cents as number) > 50_000 ? 'critical' : 'irreversible'),
+    });
+    const change = onlyChange(after, refundTool({ examples: refundExamples }));
+    expect(change).toMatchObject({
+      verdict: 'breaking',
+      kind: 'RISK_LOWERED',
+      path: 'examples[1]',
+      aspect: 'risk',
+      before: 'critical',
+      after: 'irreversible',
+    });
+    expect(change.message).toContain('"amount_cents":25000');
+  });
+
+  it('the effect lowered from write to read', () => {
+    const after = refundTool({ effect: 'read', risk: undefined, examples: refundExamples });
+    const { changes } = diff([refundTool({ examples: refundExamples })], [after]);
+    expect(changes.filter((change) => change.verdict === 'breaking').map((change) => change.kind)).toEqual([
+      'EFFECT_LOWERED',
+      'RISK_LOWERED',
+      'RISK_LOWERED',
+    ]);
+  });
+
+  it('the idempotency fields changed: call ids change across the deploy', () => {
+    const after = refundTool({ idempotencyFields: ['order_id'] });
+    expect(onlyChange(after)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'IDEMPOTENCY_FIELDS_CHANGED',
+      before: ['amount_cents', 'order_id'],
+      after: ['order_id'],
+    });
+  });
+
+  it('a removed object parameter is reported once, not once per field inside it', () => {
+    const address = z
+      .strictObject({ city: z.string().describe('City.'), zip: z.string().describe('Postal code.') })
+      .optional()
+      .describe('Where to send the refund letter.');
+    const before = refundTool({ input: refundInput({ address }) });
+    expect(onlyChange(refundTool(), before)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'FIELD_REMOVED',
+      path: 'input.address',
+    });
+  });
+
+  it('finds a change deep inside arrays and objects, at its path', () => {
+    const line = (sku: z.ZodString) =>
+      z.array(z.strictObject({ sku: sku.describe('Item code.') })).describe('The order lines.');
+    const before = refundTool({ input: refundInput({ lines: line(z.string().max(20)) }) });
+    const after = refundTool({ input: refundInput({ lines: line(z.string().max(10)) }) });
+    expect(onlyChange(after, before)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input.lines[].sku',
+      aspect: 'maxLength',
+    });
+  });
+});
+
+describe('compatible changes: the check passes', () => {
+  const withExamples = () => refundTool({ examples: refundExamples });
+  it.each<[string, () => AnyToolContract, Partial<ContractChange>, (() => AnyToolContract)?]>([
+    [
+      'an optional parameter added',
+      () =>
+        refundTool({
+          input: refundInput({ channel: z.string().optional().describe('Where it was asked.') }),
+        }),
+      { kind: 'FIELD_ADDED', path: 'input.channel' },
+    ],
+    [
+      'an enum value added',
+      () =>
+        refundTool({
+          input: refundInput({
+            reason: z
+              .enum(['damaged', 'not_delivered', 'customer_request', 'late'])
+              .describe('Why the customer is refunded.'),
+          }),
+        }),
+      { kind: 'ENUM_VALUE_ADDED', path: 'input.reason' },
+    ],
+    [
+      'a maximum raised',
+      () =>
+        refundTool({
+          input: refundInput({
+            amount_cents: z.int().positive().max(500_000).describe('Refund amount in cents.'),
+          }),
+        }),
+      { kind: 'CONSTRAINT_LOOSENED', path: 'input.amount_cents', aspect: 'maximum' },
+    ],
+    [
+      'a maxLength raised',
+      () =>
+        refundTool({
+          input: refundInput({ note: z.string().max(500).optional().describe('A note for the customer.') }),
+        }),
+      { kind: 'CONSTRAINT_LOOSENED', path: 'input.note', aspect: 'maxLength' },
+    ],
+    [
+      'a pattern removed',
+      () =>
+        refundTool({
+          input: refundInput({ order_id: z.string().describe('Order id, for example ORD-1001.') }),
+        }),
+      { kind: 'CONSTRAINT_LOOSENED', path: 'input.order_id', aspect: 'pattern' },
+    ],
+    [
+      'a parameter that now also takes null',
+      () =>
+        refundTool({
+          input: refundInput({
+            note: z.string().max(200).nullable().optional().describe('A note for the customer.'),
+          }),
+        }),
+      { kind: 'TYPE_CHANGED', path: 'input.note', before: 'string', after: ['null', 'string'] },
+    ],
+    [
+      'a domain code added',
+      () =>
+        refundTool({
+          domainCodes: {
+            ORDER_NOT_FOUND: 'no order has this id',
+            AMOUNT_EXCEEDS_REFUNDABLE: 'more than what is still refundable',
+            ORDER_LOCKED: 'the order is locked',
+          },
+        }),
+      { kind: 'DOMAIN_CODE_ADDED', path: 'domainCodes.ORDER_LOCKED' },
+    ],
+    [
+      'an output field added',
+      () => refundTool({ output: refundOutput.extend({ refunded_at: z.string() }) }),
+      { kind: 'FIELD_ADDED', path: 'output.refunded_at' },
+    ],
+    [
+      'an output enum value removed (the tool promises less)',
+      () => refundTool({ output: refundOutput.extend({ status: z.enum(['applied']) }) }),
+      { kind: 'ENUM_VALUE_REMOVED', path: 'output.status' },
+    ],
+    [
+      'a risk level raised on an example',
+      () => refundTool({ risk: () => 'critical', examples: refundExamples }),
+      { kind: 'RISK_RAISED', path: 'examples[0]', before: 'irreversible', after: 'critical' },
+      withExamples,
+    ],
+    [
+      'an example added',
+      () =>
+        refundTool({
+          examples: [...refundExamples, { order_id: 'ORD-1003', amount_cents: 100, reason: 'damaged' }],
+        }),
+      { kind: 'EXAMPLE_ADDED', path: 'examples[2]' },
+      withExamples,
+    ],
+  ])('%s', (_case, after, expected, before = () => refundTool()) => {
+    const result = diff([before()], [after()]);
+    expect(result.changes).toEqual([expect.objectContaining({ verdict: 'compatible', ...expected })]);
+    expect(result).toMatchObject({ ok: true, verdict: 'compatible', selectionSuiteMustRun: false });
+  });
+});
+
+describe('the order of a report', () => {
+  it('lists breaking changes first, then compatible, then behavioural, by tool and path', () => {
+    const after = refundTool({
+      description: 'Refund an order, in cents, only when the user asked for it.',
+      input: refundInput({ channel: z.string().optional().describe('Where it was asked.') }).omit({
+        note: true,
+      }),
+    });
+    const { changes } = diff([refundTool()], [after, readTool]);
+    expect(changes.map(({ verdict, tool, path }) => `${verdict} ${tool}.${path}`)).toEqual([
+      'breaking refund_order.input.note',
+      'compatible refund_order.input.channel',
+      'behavioural get_order.',
+      'behavioural refund_order.description',
+    ]);
+  });
+});

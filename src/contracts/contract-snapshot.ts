@@ -1,0 +1,497 @@
+// The contract snapshot: what each tool promises the model, normalised so that a committed file can
+// be compared with the tools of today (contract-diff.ts). Pure: no I/O, no Temporal; the CLI reads
+// and writes the file.
+import { z } from 'zod';
+import { inputJsonSchema } from '../providers/json-schema';
+import type { JsonSchema } from '../providers/json-schema';
+import { canonicalJson, digestOf } from '../shared/canonical-json';
+import type { AnyToolContract, EffectKind } from '../tools/define-tool';
+import { ToolDefinitionError } from '../tools/define-tool';
+import type { RiskLevel } from '../tools/risk-levels';
+import { riskLevels } from '../tools/risk-levels';
+
+/** The snapshot format's version; a file of another version is refused, never half read. */
+export const contractSnapshotVersion = 1;
+
+/** The path of a schema's root in a field map; every other path is relative to it (`items[].sku`). */
+export const rootPath = '$';
+
+/**
+ * One field of a normalised schema: what a value there must be. Bounds and keywords are JSON Schema's
+ * own; descriptions, titles and examples are left out of everything but `description`.
+ */
+export interface FieldContract {
+  /** The JSON types a value may have (`integer`, or `["string", "null"]`); absent when any value passes. */
+  type?: string | string[];
+  /** Whether the enclosing object requires the field (always true for the root). */
+  required: boolean;
+  /** The only values accepted (a `const` is an enum of one), sorted. */
+  enum?: unknown[];
+  pattern?: string;
+  format?: string;
+  minimum?: number;
+  exclusiveMinimum?: number;
+  maximum?: number;
+  exclusiveMaximum?: number;
+  multipleOf?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  minProperties?: number;
+  maxProperties?: number;
+  uniqueItems?: boolean;
+  /** For an object: false when it refuses unknown fields; a schema for the values is the field `path{}`. */
+  additionalProperties?: boolean;
+  /** What the tool uses when the field is left out. */
+  default?: unknown;
+  /** The branches of a union, each normalised, sorted. */
+  anyOf?: unknown[];
+  /** Keywords no rule above reads (`propertyNames`, `allOf`, `$ref`...), compared as a whole. */
+  other?: Record<string, unknown>;
+  /** What the model reads about the field: part of the discovery contract, not of the invocation one. */
+  description?: string;
+}
+
+/** A schema as fields by path: the root at `$`, then `order_id`, `address.city`, `items[]`, `items[].sku`. */
+export type FieldMap = Record<string, FieldContract>;
+
+/** One example of a tool's arguments and the risk level its risk function gave them. */
+export interface ExampleObservation {
+  arguments: Record<string, unknown>;
+  risk: RiskLevel;
+}
+
+/** Everything the snapshot records about one tool. */
+export interface ToolSnapshot {
+  name: string;
+  effect: EffectKind;
+  description: string;
+  /**
+   * SHA-256 of canonical JSON: `invocation` of the input fields without descriptions, `discovery` of
+   * the tool's and the parameters' descriptions, `output` of the output fields. Key order never counts.
+   */
+  fingerprints: { invocation: string; discovery: string; output: string };
+  /** Each declared domain code with what it means, by code. */
+  domainCodes: Record<string, string>;
+  /** The fields that make a call's identity, sorted; absent when every argument does. */
+  idempotencyFields?: string[];
+  input: FieldMap;
+  output: FieldMap;
+  /** The risk function on the tool's examples, in the order the tool declares them. */
+  examples: ExampleObservation[];
+}
+
+/** A committed record of the tools' contracts, compared by `toolgate contract check`. */
+export interface ContractSnapshot {
+  version: typeof contractSnapshotVersion;
+  /** When the snapshot was taken (ISO 8601). */
+  createdAt: string;
+  /** The model of the last full selection-eval run and when it ran; kept when the snapshot is retaken. */
+  selection: { model?: string; at?: string };
+  /** Sorted by name. */
+  tools: ToolSnapshot[];
+}
+
+/**
+ * Takes a snapshot of the tools' contracts: per tool, the normalised input and output schemas, the
+ * fingerprints, the effect, the domain codes, the idempotency fields and the risk level of each of
+ * its examples. Pure and deterministic but for `createdAt` (passed in, else now). A risk function
+ * that throws on an example throws a `ToolDefinitionError` naming the tool and the example.
+ */
+export function snapshotContracts(input: {
+  tools: readonly AnyToolContract[];
+  createdAt?: string;
+  selection?: { model?: string; at?: string };
+}): ContractSnapshot {
+  const tools = input.tools.map(snapshotTool).sort((a, b) => compareText(a.name, b.name));
+  return {
+    version: contractSnapshotVersion,
+    createdAt: input.createdAt ?? new Date().toISOString(),
+    selection: { ...input.selection },
+    tools,
+  };
+}
+
+function snapshotTool(contract: AnyToolContract): ToolSnapshot {
+  let input: FieldMap;
+  let output: FieldMap;
+  try {
+    input = fieldsOf({ schema: inputJsonSchema(contract), describe: true });
+    output = fieldsOf({
+      schema: z.toJSONSchema(contract.output, { io: 'output', unrepresentable: 'any' }),
+      describe: false,
+    });
+  } catch (error) {
+    if ((error as Error).name === 'ToolDefinitionError') throw error;
+    throw new ToolDefinitionError(
+      `tool "${contract.name}": its schemas cannot be written as JSON Schema (${(error as Error).message})`,
+    );
+  }
+  const invocation = Object.fromEntries(
+    Object.entries(input).map(([path, { description: _description, ...field }]) => [path, field]),
+  );
+  const parameterDescriptions = Object.fromEntries(
+    Object.entries(input).flatMap(([path, field]) =>
+      field.description === undefined ? [] : [[path, field.description]],
+    ),
+  );
+  return {
+    name: contract.name,
+    effect: contract.effect,
+    description: contract.description,
+    fingerprints: {
+      invocation: digestOf(invocation),
+      discovery: digestOf({ description: contract.description, parameters: parameterDescriptions }),
+      output: digestOf(output),
+    },
+    domainCodes: Object.fromEntries(
+      Object.keys(contract.domainCodes)
+        .sort(compareText)
+        .map((code) => [code, contract.domainCodes[code] as string]),
+    ),
+    ...(contract.idempotencyFields
+      ? { idempotencyFields: [...contract.idempotencyFields].sort(compareText) }
+      : {}),
+    input,
+    output,
+    examples: (contract.examples ?? []).map((example, index) => observe({ contract, example, index })),
+  };
+}
+
+function observe(input: { contract: AnyToolContract; example: unknown; index: number }): ExampleObservation {
+  const { contract, example, index } = input;
+  try {
+    const args = contract.input.parse(example);
+    return {
+      arguments: JSON.parse(canonicalJson(example)) as Record<string, unknown>,
+      risk: contract.risk({ args }),
+    };
+  } catch (error) {
+    throw new ToolDefinitionError(
+      `tool "${contract.name}": examples[${index}] could not be classified (${(error as Error).message}); ` +
+        'fix the example or the risk function',
+    );
+  }
+}
+
+/** Keywords read into a field's own entries; everything else but annotations goes to `other`. */
+const boundKeywords = [
+  'minimum',
+  'exclusiveMinimum',
+  'maximum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+] as const;
+const annotationKeywords = new Set(['$schema', 'description', 'title', 'examples', 'deprecated', '$comment']);
+const structureKeywords = new Set([
+  'type',
+  'properties',
+  'required',
+  'items',
+  'prefixItems',
+  'additionalProperties',
+  'enum',
+  'const',
+  'pattern',
+  'format',
+  'uniqueItems',
+  'default',
+  'anyOf',
+  ...boundKeywords,
+]);
+
+/** Flattens a JSON Schema into fields by path, the root at `$`. */
+function fieldsOf(input: { schema: JsonSchema; describe: boolean }): FieldMap {
+  const fields: FieldMap = {};
+  const visit = (schema: JsonSchema, path: string, required: boolean): void => {
+    const node = withNullFolded(schema);
+    fields[path] = fieldOf({ node, required, describe: input.describe });
+    const properties = isSchema(node.properties) ? node.properties : {};
+    const requiredNames = new Set(Array.isArray(node.required) ? (node.required as string[]) : []);
+    // Sorted, so the order of the schema's keys never shows: each field, then the fields inside it.
+    for (const key of Object.keys(properties).sort(compareText)) {
+      const property = properties[key];
+      if (!isSchema(property)) continue;
+      const segment = /^[A-Za-z_$][\w$-]*$/.test(key) ? key : `[${JSON.stringify(key)}]`;
+      visit(property, joinPath(path, segment), requiredNames.has(key));
+    }
+    if (Array.isArray(node.prefixItems)) {
+      node.prefixItems.forEach((item, index) => {
+        if (isSchema(item)) visit(item, joinPath(path, `[${index}]`), true);
+      });
+    }
+    if (isSchema(node.items)) visit(node.items, joinPath(path, '[]'), true);
+    if (isSchema(node.additionalProperties)) visit(node.additionalProperties, joinPath(path, '{}'), false);
+  };
+  visit(input.schema, rootPath, true);
+  return fields;
+}
+
+function fieldOf(input: { node: JsonSchema; required: boolean; describe: boolean }): FieldContract {
+  const { node } = input;
+  const types = typesOf(node);
+  const field: FieldContract = {
+    ...(types.length ? { type: types.length === 1 ? types[0] : types } : {}),
+    required: input.required,
+  };
+  const values = Array.isArray(node.enum)
+    ? (node.enum as unknown[])
+    : 'const' in node
+      ? [node.const]
+      : undefined;
+  if (values) field.enum = sortedValues(values);
+  if (typeof node.pattern === 'string') field.pattern = node.pattern;
+  if (typeof node.format === 'string') field.format = node.format;
+  for (const keyword of boundKeywords) {
+    const value = node[keyword];
+    if (typeof value !== 'number') continue;
+    // z.int() states JavaScript's safe-integer range; it says nothing a reader needs, so it is left out.
+    if (types.includes('integer') && Math.abs(value) === Number.MAX_SAFE_INTEGER) continue;
+    field[keyword] = value;
+  }
+  if (typeof node.uniqueItems === 'boolean') field.uniqueItems = node.uniqueItems;
+  if (types.includes('object') || isSchema(node.properties)) {
+    field.additionalProperties = node.additionalProperties !== false;
+  }
+  if ('default' in node) field.default = node.default;
+  if (Array.isArray(node.anyOf)) {
+    field.anyOf = sortedValues(
+      (node.anyOf as unknown[]).map((branch) => (isSchema(branch) ? withoutAnnotations(branch) : branch)),
+    );
+  }
+  const other = Object.keys(node)
+    .filter(
+      (keyword) =>
+        (!structureKeywords.has(keyword) && !annotationKeywords.has(keyword)) ||
+        // `items: false` closes a tuple: no rule reads it, so it is compared as a whole.
+        (keyword === 'items' && !isSchema(node.items)),
+    )
+    .sort(compareText);
+  if (other.length)
+    field.other = Object.fromEntries(other.map((keyword) => [keyword, withoutAnnotations(node[keyword])]));
+  if (input.describe && typeof node.description === 'string') field.description = node.description;
+  return field;
+}
+
+/**
+ * A nullable field as one node: `anyOf [X, {type: null}]` (what a constrained `.nullable()` becomes)
+ * is X with `null` among its types, as an unconstrained one already is (`type: ["string", "null"]`).
+ */
+function withNullFolded(node: JsonSchema): JsonSchema {
+  if (!Array.isArray(node.anyOf) || node.anyOf.length !== 2) return node;
+  const branches = node.anyOf as unknown[];
+  const nullIndex = branches.findIndex(
+    (branch) => isSchema(branch) && branch.type === 'null' && Object.keys(branch).length === 1,
+  );
+  const other = branches[1 - nullIndex];
+  if (nullIndex < 0 || !isSchema(other) || typeof other.type !== 'string' || other.anyOf !== undefined)
+    return node;
+  const { anyOf: _anyOf, ...rest } = node;
+  const { const: constant, ...inner } = other;
+  const values = Array.isArray(other.enum)
+    ? [...(other.enum as unknown[]), null]
+    : 'const' in other
+      ? [constant, null]
+      : undefined;
+  return { ...inner, ...rest, type: [other.type, 'null'], ...(values ? { enum: values } : {}) };
+}
+
+/** The node's types, sorted. */
+function typesOf(node: JsonSchema): string[] {
+  const { type } = node;
+  const types = typeof type === 'string' ? [type] : Array.isArray(type) ? (type as string[]) : [];
+  return [...new Set(types)].sort(compareText);
+}
+
+/** A schema value without descriptions, titles or examples, its `required` lists sorted: for unions and `other`. */
+function withoutAnnotations(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutAnnotations);
+  if (!isSchema(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort(compareText)) {
+    if (annotationKeywords.has(key)) continue;
+    const inner = value[key];
+    out[key] =
+      key === 'required' && Array.isArray(inner)
+        ? [...(inner as string[])].sort(compareText)
+        : key === 'properties' && isSchema(inner)
+          ? Object.fromEntries(
+              Object.entries(inner).map(([name, schema]) => [name, withoutAnnotations(schema)]),
+            )
+          : withoutAnnotations(inner);
+  }
+  return out;
+}
+
+function isSchema(value: unknown): value is JsonSchema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Values in the order of their canonical JSON: a set, whatever order the schema listed them in. */
+function sortedValues(values: readonly unknown[]): unknown[] {
+  return values
+    .map((value) => ({ value, key: canonicalJson(value) }))
+    .sort((a, b) => compareText(a.key, b.key))
+    .map(({ value }) => value);
+}
+
+/** Whether two JSON values are equal, whatever their key order; a property set to undefined is absent. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, index) => sameJson(item, b[index]));
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left).filter((key) => left[key] !== undefined);
+  if (keys.length !== Object.keys(right).filter((key) => right[key] !== undefined).length) return false;
+  return keys.every((key) => Object.hasOwn(right, key) && sameJson(left[key], right[key]));
+}
+
+/** Plain code-unit order: the same on every machine and locale. */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A path's segments: `items[].sku` is `items`, `[]`, `sku`. */
+function pathSegments(path: string): string[] {
+  return path === rootPath ? [] : (path.match(/\["(?:[^"\\]|\\.)*"\]|\[\d*\]|\{\}|[^.[{]+/g) ?? []);
+}
+
+/** The path of the field that holds `path` (`$` for a top-level field). */
+export function parentPath(path: string): string {
+  return pathSegments(path).slice(0, -1).reduce(joinPath, rootPath);
+}
+
+/** A field's path from its parent's and its own segment: `a` + `b` is `a.b`, `a` + `[]` is `a[]`. */
+function joinPath(parent: string, segment: string): string {
+  if (parent === rootPath) return segment;
+  return segment.startsWith('[') || segment === '{}' ? `${parent}${segment}` : `${parent}.${segment}`;
+}
+
+// --- The file ------------------------------------------------------------------------------------
+
+/** Why a snapshot file could not be used; stable, for CI and messages. */
+export const contractSnapshotErrorCodes = ['SNAPSHOT_NOT_FOUND', 'SNAPSHOT_INVALID'] as const;
+
+/** A reason a snapshot file could not be used. */
+export type ContractSnapshotErrorCode = (typeof contractSnapshotErrorCodes)[number];
+
+const fieldSchema = z.object({
+  type: z.union([z.string(), z.array(z.string())]).optional(),
+  required: z.boolean(),
+  enum: z.array(z.unknown()).optional(),
+  pattern: z.string().optional(),
+  format: z.string().optional(),
+  ...Object.fromEntries(boundKeywords.map((keyword) => [keyword, z.number().optional()])),
+  uniqueItems: z.boolean().optional(),
+  additionalProperties: z.boolean().optional(),
+  default: z.unknown().optional(),
+  anyOf: z.array(z.unknown()).optional(),
+  other: z.record(z.string(), z.unknown()).optional(),
+  description: z.string().optional(),
+});
+
+const fieldMapSchema = z.record(z.string(), fieldSchema);
+
+const snapshotSchema = z.object({
+  version: z.literal(contractSnapshotVersion),
+  createdAt: z.string(),
+  selection: z.object({ model: z.string().optional(), at: z.string().optional() }),
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      effect: z.enum(['read', 'write']),
+      description: z.string(),
+      fingerprints: z.object({ invocation: z.string(), discovery: z.string(), output: z.string() }),
+      domainCodes: z.record(z.string(), z.string()),
+      idempotencyFields: z.array(z.string()).optional(),
+      input: fieldMapSchema,
+      output: fieldMapSchema,
+      examples: z.array(z.object({ arguments: z.record(z.string(), z.unknown()), risk: z.enum(riskLevels) })),
+    }),
+  ),
+});
+
+/**
+ * Reads a snapshot file's text. Never throws: a file that is not JSON, not a snapshot or of another
+ * version is `SNAPSHOT_INVALID`, with what is wrong and where.
+ */
+export function parseContractSnapshot(
+  text: string,
+):
+  { ok: true; snapshot: ContractSnapshot } | { ok: false; code: ContractSnapshotErrorCode; message: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, code: 'SNAPSHOT_INVALID', message: `not JSON (${(error as Error).message})` };
+  }
+  const version = isSchema(value) ? value.version : undefined;
+  if (typeof version === 'number' && version !== contractSnapshotVersion) {
+    return {
+      ok: false,
+      code: 'SNAPSHOT_INVALID',
+      message: `version ${version}; this toolgate reads version ${contractSnapshotVersion}`,
+    };
+  }
+  const parsed = snapshotSchema.safeParse(value);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .slice(0, 5)
+      .map((issue) => `${issue.path.length ? issue.path.join('.') : '(file)'}: ${issue.message}`)
+      .join('; ');
+    return { ok: false, code: 'SNAPSHOT_INVALID', message: `not a contract snapshot (${problems})` };
+  }
+  const snapshot: ContractSnapshot = parsed.data;
+  return { ok: true, snapshot };
+}
+
+/**
+ * The snapshot as the file's text: two-space JSON, keys in a fixed order, short lists on one line,
+ * laid out as Prettier lays out JSON at its default width, so a formatter leaves the file alone and a
+ * review shows only what changed. Ends with a newline.
+ */
+export function serializeContractSnapshot(snapshot: ContractSnapshot): string {
+  return `${layout({ value: snapshot, indent: '', prefix: '', suffix: '' })}\n`;
+}
+
+const printWidth = 80;
+
+function layout(input: { value: unknown; indent: string; prefix: string; suffix: string }): string {
+  const { value, indent } = input;
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    const scalars = value.every((item) => item === null || typeof item !== 'object');
+    if (scalars) {
+      const flat = `[${value.map((item) => JSON.stringify(item)).join(', ')}]`;
+      if (indent.length + input.prefix.length + flat.length + input.suffix.length <= printWidth) return flat;
+    }
+    const items = value.map(
+      (item, index) =>
+        `${inner}${layout({ value: item, indent: inner, prefix: '', suffix: index < value.length - 1 ? ',' : '' })}`,
+    );
+    return `[\n${items.join(',\n')}\n${indent}]`;
+  }
+  if (isSchema(value)) {
+    const entries = Object.entries(value).filter(([, item]) => item !== undefined);
+    if (entries.length === 0) return '{}';
+    const lines = entries.map(([key, item], index) => {
+      const prefix = `${JSON.stringify(key)}: `;
+      const suffix = index < entries.length - 1 ? ',' : '';
+      return `${inner}${prefix}${layout({ value: item, indent: inner, prefix, suffix })}`;
+    });
+    return `{\n${lines.join(',\n')}\n${indent}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,90 @@
+import type { Client } from '@temporalio/client';
+import type { AuditRecord, AuditStore } from '../audit/audit-store';
+import { defaultTaskQueue } from '../shared/temporal';
+import type { MinedCandidate, SessionEnd } from './mined-candidates';
+import { findCandidates } from './mined-candidates';
+import { readSessionEnds } from './session-ends';
+
+/** What one mining run read and found. */
+export interface MiningReport {
+  /** The window, ISO 8601: from `since` (inclusive) to `until` (exclusive). */
+  since: string;
+  until: string;
+  /** The candidates, most valuable first, at most `limit`. */
+  candidates: MinedCandidate[];
+  /** How many candidates there were before the limit. */
+  found: number;
+  /** How many audit records were written in the window. */
+  recordsRead: number;
+  /**
+   * How many sessions with audited calls ended in the window and how many of them as a hand-off, or
+   * `null` when neither `sessions` nor `sessionEnds` was given (hand-offs were not looked for).
+   */
+  sessionEnds: { read: number; handoffs: number } | null;
+}
+
+/** How many candidates a run returns unless told otherwise. */
+export const defaultMiningLimit = 50;
+
+/**
+ * Mines the audit store (and, given a Temporal client, the sessions that ended) from `since` to
+ * `until` (default now) for candidate cases: hand-offs right after a tool call, denied approvals,
+ * loops, rejected arguments; ranked by value, each with why. Reads only: it writes nothing and
+ * labels nothing. A session's end is read from its workflow, so hand-offs are found only while the
+ * session's run is within the namespace's retention.
+ */
+export async function mineCases(input: {
+  audit: AuditStore;
+  /** Where sessions run: their ends are read from there (hand-offs). */
+  sessions?: { client: Client; taskQueue?: string };
+  /** Session ends known otherwise (recorded by your harness), added to those read from `sessions`. */
+  sessionEnds?: readonly SessionEnd[];
+  since: Date;
+  until?: Date;
+  limit?: number;
+}): Promise<MiningReport> {
+  const until = input.until ?? new Date();
+  if (!(input.since.getTime() < until.getTime())) {
+    throw new RangeError(
+      `mineCases: since (${input.since.toISOString()}) must be before until (${until.toISOString()})`,
+    );
+  }
+  const since = input.since.toISOString();
+  const records = input.audit.recordsBetween({ since, until: until.toISOString() });
+  const bySession = new Map<string, readonly AuditRecord[]>();
+  const recordsOfSession = (session: string): readonly AuditRecord[] => {
+    let found = bySession.get(session);
+    if (!found) {
+      found = input.audit.recordsOfSession(session);
+      bySession.set(session, found);
+    }
+    return found;
+  };
+  const read = input.sessions
+    ? await readSessionEnds({
+        client: input.sessions.client,
+        taskQueue: input.sessions.taskQueue ?? defaultTaskQueue,
+        since: input.since,
+        until,
+        // A session with no audited call cannot have been handed off right after one.
+        worthReading: (session) => recordsOfSession(session).length > 0,
+      })
+    : undefined;
+  const ends = read || input.sessionEnds ? [...(read ?? []), ...(input.sessionEnds ?? [])] : undefined;
+  const { candidates, found } = findCandidates({
+    records,
+    sessionEnds: ends ?? [],
+    recordsOfSession,
+    limit: input.limit ?? defaultMiningLimit,
+  });
+  return {
+    since,
+    until: until.toISOString(),
+    candidates,
+    found,
+    recordsRead: records.length,
+    sessionEnds: ends
+      ? { read: ends.length, handoffs: ends.filter((end) => end.reason === 'handoff').length }
+      : null,
+  };
+}
