@@ -8,8 +8,15 @@ import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Connection } from '@temporalio/client';
 import { generateKeyPairSync } from 'node:crypto';
-import { approverKeysWorkflowId, enrolApproverKey, inviteApprover, sessionWorkflowId } from 'toolgate';
+import {
+  approverKeysWorkflowId,
+  defineToolContract,
+  enrolApproverKey,
+  inviteApprover,
+  sessionWorkflowId,
+} from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
+import { refundOrderContract } from '../examples/orders/orders-contracts';
 import { startHarness } from '../test/support/toolgate-harness';
 
 const projectRoot = resolve(__dirname, '..');
@@ -171,6 +178,45 @@ async function main(): Promise<void> {
         await ask(orderId);
       }
       await record('session', sessionWorkflowId(sessionId));
+      // Last, since it deploys another contract: a refund whose risk function changed while it waited.
+      // The old round is superseded, the call judged again, approved in a new round and run.
+      const waiting = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ order_id: 'ORD-1002', amount_cents: 800, currency: 'USD' }),
+      });
+      const deployed = defineToolContract({
+        name: refundOrderContract.name,
+        description: refundOrderContract.description,
+        input: refundOrderContract.input,
+        output: refundOrderContract.output,
+        effect: 'write',
+        risk: ({ args }) => (args.amount_cents > 5_000 ? 'critical' : 'irreversible'),
+        domainCodes: refundOrderContract.domainCodes,
+        idempotencyFields: ['order_id', 'amount_cents', 'currency'],
+        summarize: refundOrderContract.summarize,
+        resource: refundOrderContract.resource,
+        ...(refundOrderContract.examples ? { examples: refundOrderContract.examples } : {}),
+      });
+      await harness.restartWorker(undefined, {
+        tools: (current) =>
+          current.map((tool) =>
+            tool.contract.name === deployed.name ? { ...tool, contract: deployed } : tool,
+          ),
+      });
+      const refused = await decide(waiting.callId, 'alice', 'approve');
+      if (refused.accepted || refused.code !== 'CONTRACT_CHANGED') {
+        throw new Error(`the deploy did not supersede the round: ${JSON.stringify(refused)}`);
+      }
+      for (let attempt = 0; ; attempt++) {
+        const approval = (await harness.admin.show(waiting.callId))?.approval;
+        if (approval?.round === 2 && approval.state === 'pending') break;
+        if (attempt > 100) throw new Error('no new round opened after the contract changed');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await decide(waiting.callId, 'alice', 'approve');
+      await harness.client.result(waiting.callId, { wait: true });
+      await record('refund-contract-changed', waiting.callId);
     } finally {
       await harness.stop();
     }

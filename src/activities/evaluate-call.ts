@@ -7,7 +7,6 @@ import type {
   SignedProposal,
   ToolCapabilities,
 } from '../shared/call-evaluation';
-import { digestOf } from '../shared/canonical-json';
 import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
 import type { ApprovalNotificationPlan } from '../shared/notifications';
 import {
@@ -21,6 +20,7 @@ import {
 } from '../shared/model-messages';
 import { ownValue } from '../shared/own-records';
 import { deriveCallId, parseArguments } from '../shared/proposal';
+import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract, ExecutionRetry } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
 import { validateArguments } from '../tools/validate-arguments';
@@ -141,7 +141,7 @@ export function evaluateCall(input: {
       args,
       summary,
       riskLevel: level,
-      contractDigest: contractDigestOf({ contract, registry: context.registry }),
+      contractDigest: contractDigestOf({ contract }),
       capabilities: ownValue(context.capabilities, contract.name) ?? {
         check: true,
         preview: true,
@@ -162,25 +162,6 @@ export function evaluateCall(input: {
         : {}),
     },
   };
-}
-
-// A contract is fixed for the life of its registry: its digest is computed once, not per call.
-const contractDigests = new WeakMap<AnyToolContract, string>();
-
-/** The contract a call is judged by, as a digest: what the model sees, the effect, the codes and the key fields. */
-function contractDigestOf(input: { contract: AnyToolContract; registry: ToolRegistry }): string {
-  const { contract } = input;
-  const known = contractDigests.get(contract);
-  if (known !== undefined) return known;
-  const [definition] = input.registry.definitions({ only: [contract.name] });
-  const digest = digestOf({
-    definition: definition ?? null,
-    effect: contract.effect,
-    domainCodes: contract.domainCodes,
-    idempotencyFields: contract.idempotencyFields ?? null,
-  });
-  contractDigests.set(contract, digest);
-  return digest;
 }
 
 function summaryOf(input: { contract: AnyToolContract; args: Record<string, unknown> }): string {

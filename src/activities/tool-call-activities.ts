@@ -17,6 +17,7 @@ import type { CallOutcome } from '../shared/session';
 import { callOutcomeSignal, sessionWorkflowId, sessionWorkflowType } from '../shared/session';
 import { digestOf } from '../shared/canonical-json';
 import type { AdmissionClaims } from '../credentials/admission-tickets';
+import { contractDigestOf } from '../tools/contract-digest';
 import type { ExecutionRetry } from '../tools/define-tool';
 import { declaresDomainCode } from '../tools/define-tool';
 import type {
@@ -143,6 +144,17 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
             runStartedAtMs: check.runStartedAtMs,
           }));
       return evaluateCall({ context, check: input, admitted });
+    },
+
+    /**
+     * The digest of a tool's contract on this worker now (`contractDigestOf`; null when it has no
+     * such tool), run as a local activity: a waiting call asks it before it counts a decision and
+     * before it runs, so a deploy that changed the contract while it waited opens a new round. Cheap:
+     * a registry lookup and a digest cached per contract.
+     */
+    async currentContractDigest(input: { tool: string }): Promise<{ contractDigest: string | null }> {
+      const contract = registry.get(input.tool);
+      return { contractDigest: contract ? contractDigestOf({ contract }) : null };
     },
 
     /** Reads the caller's part of the current policy, for the session's limits; a local activity. */

@@ -128,6 +128,7 @@ export class ApprovalAdmin {
       nonce: approval.nonce,
       argsDigest: approval.argsDigest,
       previewDigest: approval.previewDigest,
+      contractDigest: approval.contractDigest,
       decision: input.decision,
       approver: input.approver,
       reason: input.reason,
@@ -202,10 +203,22 @@ function refusalOf(error: unknown): DecisionRefusal | undefined {
   throw error;
 }
 
-/** Why a call with no open round takes no decision: it does not exist, it expired, or it was decided. */
+/**
+ * Why a call with no open round takes no decision: it does not exist, it expired, its round was
+ * superseded (the tool's contract changed; a new round may open), or it was decided.
+ */
 function closedCallRefusal(input: { callId: string; state: CallState | null }): DecisionRefusal {
   if (!input.state) {
     return { accepted: false, code: 'CALL_NOT_FOUND', message: `No call ${input.callId} is visible to you.` };
+  }
+  const approval = input.state.approval;
+  if (approval?.state === 'superseded') {
+    const why = approval.supersededBecause ?? "the tool's contract changed";
+    return {
+      accepted: false,
+      code: 'CONTRACT_CHANGED',
+      message: `CONTRACT_CHANGED: ${why}: open the call again to see the new round`,
+    };
   }
   // An expiry is never reported as a decision: the approver is told the window closed.
   const code = input.state.approval?.state === 'expired' ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED';

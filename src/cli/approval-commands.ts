@@ -6,6 +6,7 @@ import type { LoadedConfig } from '../config';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import type { CliContext, GlobalOptions } from './cli-context';
 import { commandAction, configOf, connectionSettings } from './cli-context';
+import { formatApprovalRound } from './format-result';
 
 type DecideOptions = GlobalOptions & { as: string; reason: string; key?: string };
 
@@ -53,7 +54,13 @@ export function addApprovalCommands(program: Command, context: CliContext): void
             output.error(`CALL_NOT_FOUND: no call ${callId} is visible to you`);
             return 1;
           }
-          output.out(JSON.stringify(state, null, options.json ? undefined : 2));
+          if (options.json) {
+            output.out(JSON.stringify(state));
+            return 0;
+          }
+          // For a person: the round first (its contract, and why it replaced or was replaced), then the state.
+          if (state.approval) output.out(formatApprovalRound(state.approval));
+          output.out(JSON.stringify(state, null, 2));
           return 0;
         });
       }),

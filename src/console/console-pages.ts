@@ -220,6 +220,23 @@ export function callPage(input: {
                 ${approval.approvals.length ? html`(${approval.approvals.join(', ')})` : ''} ·
                 ${approval.state === 'pending' ? timeLeft({ expiresAt: approval.expiresAt, now: input.now }) : ''}
               </p>
+              <p class="meta" id="round-contract" title="${approval.contractDigest}">
+                contract <code>${approval.contractDigest.slice(0, 12)}</code>
+              </p>
+              ${
+                approval.supersedes
+                  ? html`<p class="note" id="round-supersedes">
+                      Opened in place of round ${approval.supersedes.round}: ${approval.supersedes.reason}.
+                    </p>`
+                  : ''
+              }
+              ${
+                approval.supersededBecause !== undefined
+                  ? html`<p class="refusal" id="round-superseded">
+                      This round no longer holds: ${approval.supersededBecause}.
+                    </p>`
+                  : ''
+              }
             </section>`
           : ''
       }
@@ -279,6 +296,8 @@ export interface CallPageData {
   nonce: string;
   argsDigest: string;
   previewDigest: string;
+  /** The tool's contract the round is bound to: signed as it is (the browser cannot recompute it). */
+  contractDigest: string;
   arguments: Record<string, unknown> | null;
   preview: Record<string, unknown>;
 }
@@ -309,6 +328,7 @@ function decisionForm(input: {
     nonce: approval.nonce,
     argsDigest: approval.argsDigest,
     previewDigest: approval.previewDigest,
+    contractDigest: approval.contractDigest,
     arguments: input.validatedArguments,
     preview: approval.preview,
   };
@@ -332,9 +352,10 @@ function decisionForm(input: {
       <summary>What your key signs</summary>
       <p class="note">
         Your key signs <code>toolgate/v1/decision</code>, a new line, then this envelope as canonical JSON
-        (keys sorted, no spaces). <code>decision</code> is the button you press and <code>issuedAt</code>
-        the moment you press it; the digests are computed in this browser from the arguments and effect shown
-        above, and nothing is signed when they are not the round's.
+        (keys sorted, no spaces). <code>decision</code> is the button you press and <code>issuedAt</code> the
+        moment you press it; the digests are computed in this browser from the arguments and effect shown
+        above, and nothing is signed when they are not the round's. <code>contractDigest</code> names the
+        tool's definition the round was opened under: a deploy that changes it refuses your decision.
       </p>
       <pre id="envelope" class="wrap"></pre>
     </details>

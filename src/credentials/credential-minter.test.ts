@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { refundOrderContract } from '../../examples/orders/orders-contracts';
 import { createCredentialMinter } from './credential-minter';
 import type { ExecutionApproval } from './credential-minter';
@@ -9,6 +10,8 @@ import { checkPolicy } from '../policy/load-policy';
 import type { DecisionEnvelope, SignedDecision } from '../shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
+import { contractDigestOf } from '../tools/contract-digest';
+import { defineToolContract } from '../tools/define-tool';
 import { createToolRegistry } from '../tools/tool-registry';
 
 const pair = () => generateKeyPairSync('ed25519');
@@ -45,6 +48,8 @@ const callId = 'tc-call';
 const runId = 'run-1';
 const previewDigest = digestOf({ preview: 1 });
 const nonce = approvalNonce({ runId, round: 1, previewDigest });
+// The contract the round was opened under: the minter recomputes it from the contract it is given.
+const contractDigest = contractDigestOf({ contract: refundOrderContract });
 
 function approvalBy(
   signers: [string, ReturnType<typeof pair>][],
@@ -62,6 +67,7 @@ function approvalBy(
         nonce,
         argsDigest: digestOf(callArgs),
         previewDigest,
+        contractDigest,
         decision: 'approve',
         approver,
         reason: 'ok',
@@ -113,6 +119,12 @@ describe('the credential minter trusts no flag from the workflow', () => {
       'a decision for other arguments',
       () => mint(approvalBy([['alice', alice]], { argsDigest: digestOf({}) })),
       'does not hold',
+    ],
+    [
+      'a decision for another definition of the tool (a deploy since it was signed)',
+      () =>
+        mint(approvalBy([['alice', alice]], { contractDigest: digestOf({ contract: 'before the deploy' }) })),
+      '(CONTRACT_CHANGED)',
     ],
     ['a decision signed with another key', () => mint(approvalBy([['alice', bob]])), 'does not hold'],
     [
@@ -224,6 +236,45 @@ describe('the credential minter judges each decision by the rules the workflow a
     ],
   ])('refuses %s, naming the approver and the rule', async (_case, attempt, message) => {
     await expect(attempt()).rejects.toThrow(message);
+  });
+
+  it('refuses a decision for the contract a deploy replaced: it recomputes the digest from the contract it holds', async () => {
+    // The worker now registers a refund whose schema refuses more than 5,000 cents: 2,590 still passes
+    // it and the policy, so only the contract's digest tells the decision was for another definition.
+    const deployed = defineToolContract({
+      name: refundOrderContract.name,
+      description: refundOrderContract.description,
+      input: z.strictObject({
+        ...refundOrderContract.input.shape,
+        amount_cents: z.int().positive().max(5_000).describe('Refund amount in cents, at most 5,000.'),
+      }),
+      output: refundOrderContract.output,
+      effect: 'write',
+      risk: refundOrderContract.risk,
+      domainCodes: refundOrderContract.domainCodes,
+      resource: refundOrderContract.resource,
+    });
+    await expect(
+      minter.mint({
+        contract: deployed,
+        caller: 'support-bot',
+        callId,
+        runId,
+        args,
+        approval: approvalBy([['alice', alice]]),
+      }),
+    ).rejects.toThrow('the decision of alice does not hold for this call (CONTRACT_CHANGED)');
+    const signedForDeployed = { contractDigest: contractDigestOf({ contract: deployed }) };
+    expect(
+      typeof (await minter.mint({
+        contract: deployed,
+        caller: 'support-bot',
+        callId,
+        runId,
+        args,
+        approval: approvalBy([['alice', alice]], signedForDeployed),
+      })),
+    ).toBe('string');
   });
 
   it.each(['__proto__', 'constructor', 'toString'])(

@@ -8,6 +8,7 @@ import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
 import type { RoundBinding } from '../shared/decision-rules';
 import { distinctApprovers, judgeDecision, quorumReached } from '../shared/decision-rules';
+import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract } from '../tools/define-tool';
 import { createAdmissionTickets } from './admission-tickets';
 import type { AdmissionTickets } from './admission-tickets';
@@ -25,7 +26,8 @@ export interface CredentialMinter {
   /**
    * Mints a credential only after its own checks: it trusts no flag from the workflow, recomputes
    * the risk level from the contract, the arguments and its own policy, and verifies the quorum and
-   * every decision against this call, run, round and digests, by the rules the workflow's validator
+   * every decision against this call, run, round and digests (the contract's digest recomputed from
+   * `contract`, the one its worker registered: `CONTRACT_CHANGED` otherwise), by the rules the workflow's validator
    * applies (`judgeDecision`), each decision an approval. A decision signed with an enrolled key
    * holds only when its chain verifies against the minter's own policy's operators and the registry
    * says the key is enrolled and not revoked now. Rejects with `MintRefusal` otherwise.
@@ -79,6 +81,8 @@ export function createCredentialMinter(input: {
           nonce: expectedNonce,
           argsDigest,
           previewDigest: approval.previewDigest,
+          // The contract as this worker's registry holds it now: every decision must name it.
+          contractDigest: contractDigestOf({ contract }),
           riskLevel: verdict.riskLevel,
           caller,
         };

@@ -1,4 +1,4 @@
-import type { ApprovalNotice } from '../shared/notifications';
+import type { ApprovalNotice, RoundEnding } from '../shared/notifications';
 
 /** The JSON a channel receives: Slack's `text` and `blocks`, then toolgate's own fields. */
 export interface WebhookMessage {
@@ -15,7 +15,7 @@ export interface WebhookMessage {
   summary: string;
   consoleUrl: string | null;
   /** How the round ended, on a follow-up. */
-  outcome?: 'approved' | 'denied' | 'expired';
+  outcome?: RoundEnding['state'];
   approvers?: string[];
   reason?: string;
 }

@@ -8,6 +8,12 @@ export interface DecisionEnvelope {
   nonce: string;
   argsDigest: string;
   previewDigest: string;
+  /**
+   * The tool's contract the round was opened under, as it would run (schemas without descriptions,
+   * effect, codes, key fields, functions: see `contractDigestOf`); a deploy that changes it while the
+   * call waits closes the round, and the minter recomputes it from its own registry.
+   */
+  contractDigest: string;
   decision: 'approve' | 'deny';
   approver: string;
   reason: string;

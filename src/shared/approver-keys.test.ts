@@ -103,6 +103,7 @@ describe('an enrolled key chain', () => {
       nonce: 'n',
       argsDigest: 'a',
       previewDigest: 'p',
+      contractDigest: 'c',
       decision: 'approve',
       approver: 'alice',
       reason: 'ok',
@@ -114,6 +115,7 @@ describe('an enrolled key chain', () => {
       nonce: 'n',
       argsDigest: 'a',
       previewDigest: 'p',
+      contractDigest: 'c',
       riskLevel: 'irreversible' as const,
       caller: 'support-bot',
     };

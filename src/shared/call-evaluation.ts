@@ -48,7 +48,10 @@ export interface EvaluatedCall {
   args: Record<string, unknown>;
   summary: string;
   riskLevel: RiskLevel;
-  /** SHA-256 of the contract the call was judged by (definition, effect, codes, key fields). */
+  /**
+   * SHA-256 of the contract the call was judged by, as it would run (schemas without descriptions,
+   * effect, codes, key fields, functions: see `contractDigestOf`); an approval round is bound to it.
+   */
   contractDigest: string;
   capabilities: ToolCapabilities;
   retry: ExecutionRetry;

@@ -50,6 +50,8 @@ export const decisionRefusalCodes = [
   'DECISION_REPLAYED',
   'ALREADY_DECIDED',
   'APPROVAL_EXPIRED',
+  // the tool's contract is not the one the decision names (a deploy while the call waited)
+  'CONTRACT_CHANGED',
   // decisions signed with an enrolled key (the key's chain verified, then the registry asked)
   'KEY_UNKNOWN',
   'KEY_REVOKED',

@@ -36,6 +36,7 @@ const round: RoundBinding = {
   nonce: approvalNonce({ runId, round: 1, previewDigest }),
   argsDigest: digestOf({ order_id: 'ORD-1003', amount_cents: 20_000, currency: 'BRL', reason: 'damaged' }),
   previewDigest,
+  contractDigest: digestOf({ contract: 'refund_order as deployed' }),
   riskLevel: 'irreversible',
   caller: 'support-bot',
 };
@@ -48,6 +49,7 @@ const envelopeBy = (approver: string, overrides: Partial<DecisionEnvelope> = {})
   nonce: round.nonce,
   argsDigest: round.argsDigest,
   previewDigest: round.previewDigest,
+  contractDigest: round.contractDigest,
   decision: 'approve',
   approver,
   reason: `checked by ${approver}`,
@@ -136,7 +138,7 @@ describe('each rule refuses with its own code and reason', () => {
       () => signedBy('alice', { callId: 'tc-other' }),
       nobody,
       'DIGEST_MISMATCH',
-      'the decision is not for this round: call, run, nonce, arguments and preview must all match',
+      'the decision is not for this round: call, run, nonce, arguments, preview and contract must all match',
     ],
     [
       'a signature this round already used',
@@ -301,6 +303,7 @@ describe('malformed input', () => {
         nonce: fieldValue,
         argsDigest: fieldValue,
         previewDigest: fieldValue,
+        contractDigest: fieldValue,
         decision: fc.oneof(fc.constantFrom('approve', 'deny'), fc.anything()),
         approver: fc.oneof(fc.constantFrom('alice', 'dave', '__proto__'), fc.anything()),
         reason: fieldValue,
@@ -334,6 +337,30 @@ describe('binding', () => {
         expect(judge(mutated)).toMatchObject({ ok: false, code: 'DIGEST_MISMATCH' });
       }),
     );
+  });
+
+  it('refuses as CONTRACT_CHANGED an envelope for this call and run signed for another contract of the tool', () => {
+    fc.assert(
+      fc.property(fc.string(), (value) => {
+        fc.pre(value !== round.contractDigest);
+        expect(judge(signedBy('alice', { contractDigest: value }))).toEqual({
+          ok: false,
+          code: 'CONTRACT_CHANGED',
+          reason:
+            "the tool's contract changed: this decision was signed for another definition of the tool than " +
+            "this round's; open the call again to see the new round",
+        });
+      }),
+    );
+  });
+
+  it('refuses an envelope without a contract digest (signed before decisions carried one) as not a signed decision', () => {
+    const { contractDigest: _contractDigest, ...unbound } = envelopeBy('alice');
+    const decision = {
+      envelope: unbound,
+      signature: signValue({ kind: 'decision', value: unbound, privateKey: keys.alice.privateKey }),
+    };
+    expect(judge(decision)).toMatchObject({ ok: false, code: 'SIGNATURE_INVALID' });
   });
 });
 

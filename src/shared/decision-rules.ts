@@ -21,6 +21,8 @@ export interface RoundBinding {
   nonce: string;
   argsDigest: string;
   previewDigest: string;
+  /** The tool's contract the round was opened under (the minter's: the one its own registry holds). */
+  contractDigest: string;
   riskLevel: RiskLevel;
   caller: string;
 }
@@ -56,6 +58,7 @@ const envelopeFields: Record<keyof DecisionEnvelope, true> = {
   nonce: true,
   argsDigest: true,
   previewDigest: true,
+  contractDigest: true,
   decision: true,
   approver: true,
   reason: true,
@@ -80,9 +83,10 @@ export function isSignedDecision(value: unknown): value is SignedDecision {
  * Judges one decision against one round, in this order: shape, approver known (own properties of
  * `approvers` only, so `constructor` or `__proto__` is nobody), signature by that approver's key (the
  * policy's, or, with a key chain, the enrolled key once the chain verifies against `operators`),
- * grant covers the risk level, approver does not operate the caller, bound to this call, run, nonce
- * and digests, not already counted in this round, `approve` or `deny`. The first rule broken is the
- * answer. Pure; never throws, whatever `decision` is.
+ * grant covers the risk level, approver does not operate the caller, bound to this call and run and to
+ * the round's tool contract (`CONTRACT_CHANGED`: signed for another definition of the tool), then to
+ * its nonce and digests, not already counted in this round, `approve` or `deny`. The first rule
+ * broken is the answer. Pure; never throws, whatever `decision` is.
  */
 export function judgeDecision(input: {
   decision: unknown;
@@ -131,16 +135,19 @@ export function judgeDecision(input: {
       `${envelope.approver} operates ${round.caller} and may not approve its calls`,
     );
   }
+  const sameRun = envelope.callId === round.callId && envelope.runId === round.runId;
+  if (sameRun && envelope.contractDigest !== round.contractDigest) {
+    return refused('CONTRACT_CHANGED', contractChangedReason);
+  }
   const bound =
-    envelope.callId === round.callId &&
-    envelope.runId === round.runId &&
+    sameRun &&
     envelope.nonce === round.nonce &&
     envelope.argsDigest === round.argsDigest &&
     envelope.previewDigest === round.previewDigest;
   if (!bound) {
     return refused(
       'DIGEST_MISMATCH',
-      'the decision is not for this round: call, run, nonce, arguments and preview must all match',
+      'the decision is not for this round: call, run, nonce, arguments, preview and contract must all match',
     );
   }
   if (
@@ -154,6 +161,11 @@ export function judgeDecision(input: {
   }
   return key ? { ok: true, envelope, key } : { ok: true, envelope };
 }
+
+/** What an approver is told when their decision names another tool contract than the round's. */
+const contractChangedReason =
+  "the tool's contract changed: this decision was signed for another definition of the tool than " +
+  "this round's; open the call again to see the new round";
 
 /** The approvers who approved, each once, in the order they first appear: nobody counts twice toward a quorum. */
 export function distinctApprovers(approvers: readonly string[]): string[] {

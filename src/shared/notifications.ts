@@ -41,7 +41,9 @@ export function notificationEventId(input: {
 export type RoundEnding =
   | { state: 'approved'; approvers: string[] }
   | { state: 'denied'; approver: string; reason: string }
-  | { state: 'expired' };
+  | { state: 'expired' }
+  /** Closed without a decision that counts: the tool's contract changed while the call waited. */
+  | { state: 'superseded'; reason: string };
 
 /** One delivery of one event to one channel: the notification activity's input. */
 export interface ApprovalNotice {

@@ -39,6 +39,14 @@ export interface DecisionRecord {
   at: string;
 }
 
+/** Why a round was opened in place of an earlier one of the same call, in words a person reads. */
+export interface RoundSupersession {
+  /** The round it replaced. */
+  round: number;
+  /** e.g. "the contract of refund_order changed in a deploy while the call waited". */
+  reason: string;
+}
+
 /** An approval round as approvers see it. */
 export interface ApprovalView {
   round: number;
@@ -46,12 +54,19 @@ export interface ApprovalView {
   runId: string;
   argsDigest: string;
   previewDigest: string;
+  /** The tool's contract the round was opened under: a decision must name it (see `DecisionEnvelope`). */
+  contractDigest: string;
   preview: Record<string, unknown>;
   riskLevel: string;
   quorum: number;
   approvals: string[];
   expiresAt: string;
-  state: 'pending' | 'approved' | 'denied' | 'expired';
+  /** `superseded`: closed without a decision that counts, because what would run changed (see `supersededBecause`). */
+  state: 'pending' | 'approved' | 'denied' | 'expired' | 'superseded';
+  /** On a superseded round: why it no longer holds. */
+  supersededBecause?: string;
+  /** On a round opened in place of another: which one, and why. */
+  supersedes?: RoundSupersession;
 }
 
 /** What a call is doing now, for the client's `result(callId, { wait: false })`, the CLI and approvers. */

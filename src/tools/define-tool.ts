@@ -146,19 +146,20 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
   const examples = checkExamples({ definition, fail });
   const risk = definition.risk;
   const name = definition.name;
-  return Object.freeze({
+  const wrappedRisk = (riskInput: RiskInput<z.output<Input>>): RiskLevel => {
+    if (definition.effect === 'read' || !risk) return 'read';
+    const level = risk(riskInput);
+    // A write classified as `read` would skip every gate; treat it as the least write level instead.
+    if (!riskLevels.includes(level) || level === 'read') return 'reversible';
+    return level;
+  };
+  const contract = Object.freeze({
     name,
     description: definition.description,
     input: definition.input,
     output: definition.output,
     effect: definition.effect,
-    risk: (riskInput: RiskInput<z.output<Input>>): RiskLevel => {
-      if (definition.effect === 'read' || !risk) return 'read';
-      const level = risk(riskInput);
-      // A write classified as `read` would skip every gate; treat it as the least write level instead.
-      if (!riskLevels.includes(level) || level === 'read') return 'reversible';
-      return level;
-    },
+    risk: wrappedRisk,
     domainCodes: Object.freeze({ ...domainCodes }),
     ...(definition.idempotencyFields ? { idempotencyFields: [...definition.idempotencyFields] } : {}),
     summarize: definition.summarize ?? ((): string => name),
@@ -166,6 +167,23 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     ...(definition.retry ? { retry: { ...definition.retry } } : {}),
     ...(examples ? { examples } : {}),
   });
+  if (risk) {
+    // A contract defined from another's `risk` (`risk: base.risk`) binds the author's function, not the wrapper.
+    const authored = authoredBehindWrapper.get(risk) ?? risk;
+    authoredRiskFunctions.set(contract, authored);
+    authoredBehindWrapper.set(wrappedRisk, authored);
+  }
+  return contract;
+}
+
+// The author's risk function behind each contract's wrapper (which maps a write's "read" to
+// "reversible"): its source is part of what an approval binds (src/tools/contract-digest.ts).
+const authoredRiskFunctions = new WeakMap<object, (input: never) => unknown>();
+const authoredBehindWrapper = new WeakMap<object, (input: never) => unknown>();
+
+/** The source text of the risk function the tool's author wrote, or `undefined` for a read or a contract not made by `defineToolContract`. */
+export function authoredRiskSourceOf(contract: object): string | undefined {
+  return authoredRiskFunctions.get(contract)?.toString();
 }
 
 /** The definition's examples, copied and frozen, once each has passed the input schema. */

@@ -103,7 +103,8 @@ export class ApprovalNotifier {
     // An expired round's request runs out with its own bound; a decided one's is not worth sending now.
     if (ending.state !== 'expired') this.pendingRounds.get(round.round)?.cancel();
     this.pendingRounds.delete(round.round);
-    if (!this.plan.followUp) return;
+    // A superseded round has no outcome to tell: the round opened in its place asks again, if any.
+    if (!this.plan.followUp || ending.state === 'superseded') return;
     const channels = [
       ...this.plan.waiting,
       ...(this.escalatedRounds.has(round.round) ? (this.plan.escalation?.channels ?? []) : []),

@@ -7,6 +7,7 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { ApproverKeyActivities } from '../activities/approver-key-activities';
+import type { ToolCallActivities } from '../activities/tool-call-activities';
 import type { ApproverKeyStatus, KnownKeyRefusal, VerifiedKey } from '../shared/approver-keys';
 import { keyIdOf, LearnedKeyStatuses, memoisedKeyChainVerifier } from '../shared/approver-keys';
 import type { ApproverGrant } from '../shared/decision-rules';
@@ -22,14 +23,18 @@ import type {
   ApprovalView,
   CallState,
   DecisionReceipt,
+  RoundSupersession,
   ToolGateSinks,
 } from '../shared/temporal';
 import { decideUpdate } from '../shared/temporal';
 import type { RiskLevel } from '../tools/risk-levels';
 
-/** How an approval ended: approved (what the minter gets), or why the call stops. */
+/**
+ * How an approval ended: approved (what the minter gets), or why the call stops. `approval` is absent
+ * only when the call, judged again after a contract deploy, no longer needs one.
+ */
 export type ApprovalOutcome<Stop> =
-  | { ok: true; approval: ExecutionApproval }
+  | { ok: true; approval?: ExecutionApproval }
   | { ok: false; ended: 'expired'; expiresAt: string }
   | { ok: false; ended: 'denied'; approver: string; reason: string }
   | { ok: false; ended: 'stopped'; stop: Stop };
@@ -39,6 +44,34 @@ const keyActivities = proxyLocalActivities<ApproverKeyActivities>({
   startToCloseTimeout: '10s',
   retry: { maximumAttempts: 3, initialInterval: '200ms' },
 });
+
+/** What a round asks approvers to approve: one call's arguments and risk level, under one tool contract. */
+export interface ApprovalSubject {
+  tool: string;
+  args: Record<string, unknown>;
+  riskLevel: RiskLevel;
+  /** The contract the call was evaluated under (its recorded evaluation's `contractDigest`). */
+  contractDigest: string;
+  requirement: ApprovalRequirement;
+}
+
+/**
+ * The call judged again under the contract the worker holds now (steps 1 to 5 once more): still in
+ * need of approval (`subject`), free to go on without it (`subject` undefined), or stopped.
+ */
+export type JudgedAgain<Stop> =
+  { ok: true; subject: ApprovalSubject | undefined } | { ok: false; stop: Stop };
+
+// The worker's contract of a tool now: a local activity, so its answer is recorded for replay.
+const contractActivities = proxyLocalActivities<Pick<ToolCallActivities, 'currentContractDigest'>>({
+  startToCloseTimeout: '5s',
+  retry: { maximumAttempts: 3, initialInterval: '200ms' },
+});
+
+/** Why a round no longer holds when the worker's contract of its tool is not the one it was opened under. */
+function contractChangedReason(tool: string): string {
+  return `the contract of ${tool} changed in a deploy while the call waited`;
+}
 
 /**
  * How many decisions signed with enrolled keys a round lets reach its handler and be refused there
@@ -52,11 +85,20 @@ const keyActivities = proxyLocalActivities<ApproverKeyActivities>({
  */
 const maxKeyRefusalsPerRound = 16;
 
-/** One round: the preview an approver signs for, the decisions taken, its expiry. */
+/** One round: the preview an approver signs for, the contract it is bound to, the decisions taken, its expiry. */
 class ApprovalRound {
+  readonly number: number;
+  readonly runId: string;
+  readonly tool: string;
+  readonly argsDigest: string;
+  readonly contractDigest: string;
+  readonly preview: Record<string, unknown>;
+  readonly riskLevel: RiskLevel;
+  readonly quorum: number;
   readonly nonce: string;
   readonly previewDigest: string;
   readonly expiresAtMs: number;
+  readonly supersedes: RoundSupersession | undefined;
   state: ApprovalView['state'] = 'pending';
   readonly approvals: string[] = [];
   readonly accepted: SignedDecision[] = [];
@@ -64,19 +106,33 @@ class ApprovalRound {
   /** Decisions signed with enrolled keys that the handler refused after asking the registry. */
   keyRefusals = 0;
   denial?: { approver: string; reason: string };
+  /** Set when the round closed without a decision that counts: why it no longer holds. */
+  supersededBecause?: string;
 
-  constructor(
-    readonly number: number,
-    readonly runId: string,
-    readonly argsDigest: string,
-    readonly preview: Record<string, unknown>,
-    readonly riskLevel: RiskLevel,
-    readonly quorum: number,
-    windowMs: number,
-  ) {
-    this.previewDigest = digestOf(preview);
-    this.nonce = approvalNonce({ runId, round: number, previewDigest: this.previewDigest });
-    this.expiresAtMs = Date.now() + windowMs;
+  constructor(input: {
+    number: number;
+    runId: string;
+    subject: ApprovalSubject;
+    preview: Record<string, unknown>;
+    supersedes?: RoundSupersession;
+  }) {
+    const { subject } = input;
+    this.number = input.number;
+    this.runId = input.runId;
+    this.tool = subject.tool;
+    this.argsDigest = digestOf(subject.args);
+    this.contractDigest = subject.contractDigest;
+    this.preview = input.preview;
+    this.riskLevel = subject.riskLevel;
+    this.quorum = subject.requirement.quorum;
+    this.supersedes = input.supersedes;
+    this.previewDigest = digestOf(input.preview);
+    this.nonce = approvalNonce({
+      runId: input.runId,
+      round: input.number,
+      previewDigest: this.previewDigest,
+    });
+    this.expiresAtMs = Date.now() + subject.requirement.windowMs;
   }
 
   get expiresAt(): string {
@@ -109,24 +165,29 @@ class ApprovalRound {
       runId: this.runId,
       argsDigest: this.argsDigest,
       previewDigest: this.previewDigest,
+      contractDigest: this.contractDigest,
       preview: this.preview,
       riskLevel: this.riskLevel,
       quorum: this.quorum,
       approvals: [...this.approvals],
       expiresAt: this.expiresAt,
       state: this.state,
+      ...(this.supersededBecause !== undefined ? { supersededBecause: this.supersededBecause } : {}),
+      ...(this.supersedes ? { supersedes: this.supersedes } : {}),
     };
   }
 }
 
 /**
  * A call's human approval (DESIGN.md step 7): rounds, each bound to the run, a nonce and the digests
- * of the arguments and of the preview the approvers read; the decision validator; quorum, denial and
- * expiry; and a new round when the world changed while the call waited (the re-checked preview
- * differs from the approved one). Decisions that do not hold are refused by the update's validator
- * with their decision code and leave no trace in history; the sink audits them. Only an enrolled key
- * the registry must be asked about reaches the handler first; what it answers is learned, and the
- * refusals a round takes there are capped, so such keys cannot flood the history either.
+ * of the arguments, of the preview the approvers read and of the tool's contract; the decision
+ * validator; quorum, denial and expiry; and a new round when the world changed while the call waited
+ * (the re-checked preview differs from the approved one, or a deploy changed the tool's contract: the
+ * worker is asked for it with every decision that passes the validator, and once more before
+ * execution). Decisions that do not hold are refused by the update's validator with their decision
+ * code and leave no trace in history; the sink audits them. Only an enrolled key the registry must be
+ * asked about reaches the handler first; what it answers is learned, and the refusals a round takes
+ * there are capped, so such keys cannot flood the history either.
  */
 export class CallApprovals {
   private round?: ApprovalRound;
@@ -161,65 +222,96 @@ export class CallApprovals {
   }
 
   /**
-   * Asks for approval until a round is approved with the same preview that would now run, or the
-   * call stops. `preview` and `recheck` are the pipeline's own steps; `onOpen` tells the agent;
-   * `onEnd` hears how each round ended (notifications' follow-ups).
+   * Asks for approval until a round is approved with the same preview and the same tool contract that
+   * would now run, or the call stops. `preview` and `recheck` are the pipeline's own steps;
+   * `judgeAgain` evaluates the call again under the contract the worker holds now (after a deploy
+   * while it waited); `onOpen` tells the agent; `onEnd` hears how each round ended (notifications).
+   *
+   * A contract change closes the round (a decision that sees it, or the check before execution) and
+   * judges the call again: a refusal stops it; a call that still needs approval is checked and
+   * previewed again and asked in a new round bound to the new contract; one that no longer needs it
+   * (the new contract or policy lets the caller act alone) is checked again and goes on without it,
+   * as any call evaluated under that contract would.
    */
   async obtain<Stop>(input: {
-    requirement: ApprovalRequirement;
-    riskLevel: RiskLevel;
-    args: Record<string, unknown>;
+    subject: ApprovalSubject;
     preview: () => Promise<{ ok: true; preview: Record<string, unknown> } | { ok: false; stop: Stop }>;
     recheck: () => Promise<Stop | undefined>;
+    judgeAgain: () => Promise<JudgedAgain<Stop>>;
     onOpen: (round: ApprovalView) => void;
     onEnd?: (round: ApprovalView, ending: RoundEnding) => void;
   }): Promise<ApprovalOutcome<Stop>> {
-    const { requirement } = input;
-    const argsDigest = digestOf(input.args);
+    let subject = input.subject;
     let previewed = await input.preview();
+    let supersedes: RoundSupersession | undefined;
     for (let number = 1; ; number++) {
       if (!previewed.ok) return { ok: false, ended: 'stopped', stop: previewed.stop };
-      const round = new ApprovalRound(
+      const round = new ApprovalRound({
         number,
-        this.call.runId,
-        argsDigest,
-        previewed.preview,
-        input.riskLevel,
-        requirement.quorum,
-        requirement.windowMs,
-      );
+        runId: this.call.runId,
+        subject,
+        preview: previewed.preview,
+        ...(supersedes ? { supersedes } : {}),
+      });
       this.open(round);
       input.onOpen(round.view());
-      const decided = await condition(() => round.decided, requirement.windowMs);
+      const ended = await condition(
+        () => round.decided || round.supersededBecause !== undefined,
+        subject.requirement.windowMs,
+      );
       this.round = undefined;
-      if (!decided) {
+      let changed = round.supersededBecause;
+      if (changed !== undefined) {
+        // A decision found the contract changed: the handler closed the round already.
+        input.onEnd?.(round.view(), { state: 'superseded', reason: changed });
+      } else if (!ended) {
         this.settle(round, 'expired');
         input.onEnd?.(round.view(), { state: 'expired' });
         return { ok: false, ended: 'expired', expiresAt: round.expiresAt };
-      }
-      if (round.denial) {
+      } else if (round.denial) {
         this.settle(round, 'denied');
         input.onEnd?.(round.view(), { state: 'denied', ...round.denial });
         return { ok: false, ended: 'denied', ...round.denial };
+      } else {
+        this.settle(round, 'approved');
+        input.onEnd?.(round.view(), { state: 'approved', approvers: [...round.approvals] });
+        // Step 7b: the world may have changed while the call waited: check and preview again.
+        const stop = await input.recheck();
+        if (stop !== undefined) return { ok: false, ended: 'stopped', stop };
+        previewed = await input.preview();
+        if (!previewed.ok) continue;
+        if (digestOf(previewed.preview) !== round.previewDigest) {
+          // The approvers approved something else than what would now run: a new round.
+          supersedes = {
+            round: round.number,
+            reason: 'the effect changed after approval (the checks and the preview ran again)',
+          };
+          continue;
+        }
+        // Last, right before execution: a deploy since the last decision changed the contract?
+        changed = await this.contractChange(round);
+        if (changed === undefined) {
+          return {
+            ok: true,
+            approval: {
+              round: round.number,
+              nonce: round.nonce,
+              previewDigest: round.previewDigest,
+              decisions: round.accepted,
+            },
+          };
+        }
+        this.supersede(round, changed);
       }
-      this.settle(round, 'approved');
-      input.onEnd?.(round.view(), { state: 'approved', approvers: [...round.approvals] });
-      // Step 7b: the world may have changed while the call waited: check and preview again.
+      // The contract changed: the call is judged again under the one that would run it.
+      const judged = await input.judgeAgain();
+      if (!judged.ok) return { ok: false, ended: 'stopped', stop: judged.stop };
       const stop = await input.recheck();
       if (stop !== undefined) return { ok: false, ended: 'stopped', stop };
+      if (!judged.subject) return { ok: true };
+      subject = judged.subject;
+      supersedes = { round: round.number, reason: changed };
       previewed = await input.preview();
-      if (previewed.ok && digestOf(previewed.preview) === round.previewDigest) {
-        return {
-          ok: true,
-          approval: {
-            round: round.number,
-            nonce: round.nonce,
-            previewDigest: round.previewDigest,
-            decisions: round.accepted,
-          },
-        };
-      }
-      // The approvers approved something else than what would now run: a new round.
     }
   }
 
@@ -236,21 +328,78 @@ export class CallApprovals {
     this.call.onStateChange(state);
   }
 
+  /** Closes a round that no longer holds (nothing is pending until a new round opens, if one does). */
+  private supersede(round: ApprovalRound, reason: string): void {
+    round.state = 'superseded';
+    round.supersededBecause = reason;
+    this.call.state.approval = round.view();
+    this.call.onStateChange('none');
+  }
+
+  /**
+   * Why the round's contract is not the one the worker would run the call under now, or undefined
+   * when it is. A worker that cannot answer cannot vouch for it either: that counts as a change.
+   */
+  private async contractChange(round: ApprovalRound): Promise<string | undefined> {
+    const current = await this.currentContractDigest(round.tool);
+    if (current === round.contractDigest) return undefined;
+    return current === undefined
+      ? `the worker could not confirm the contract of ${round.tool} before running the call`
+      : contractChangedReason(round.tool);
+  }
+
+  /** The worker's digest of the tool's contract now (null: no such tool); undefined when it did not answer. */
+  private async currentContractDigest(tool: string): Promise<string | null | undefined> {
+    try {
+      return (await contractActivities.currentContractDigest({ tool })).contractDigest;
+    } catch {
+      return undefined;
+    }
+  }
+
   private async decide(decision: SignedDecision): Promise<DecisionReceipt> {
     const round = this.round;
     if (!round) throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
     if (decision.key !== undefined) {
       // An enrolled key: the validator verified its chain purely; only the registry knows whether it
-      // is still enrolled, so it is asked now (a recorded local activity), and the round judged again.
+      // is still enrolled, so it is asked now (a recorded local activity).
       const keyRefusal = await this.keyRefusal(decision);
-      if (keyRefusal) round.keyRefusals++;
-      const refusal = keyRefusal ?? this.roundRefusal(round, decision);
-      if (refusal) throw this.refuse({ decision, ...refusal });
+      if (keyRefusal) {
+        round.keyRefusals++;
+        throw this.refuse({ decision, ...keyRefusal });
+      }
     }
+    // Every decision: the worker is asked for the tool's contract now (a recorded local activity), so
+    // a decision never counts for a definition a deploy replaced while the call waited.
+    const current = await this.currentContractDigest(round.tool);
+    // The round is judged again after the handler waited: it may have closed or counted meanwhile.
+    const refusal = this.roundRefusal(round, decision) ?? this.contractRefusal(round, current);
+    if (refusal) throw this.refuse({ decision, ...refusal });
     const receipt = round.apply(decision);
     this.record({ decision, outcome: 'accepted', round: round.number });
     this.call.state.approval = round.view();
     return receipt;
+  }
+
+  /**
+   * `CONTRACT_CHANGED` when the worker's contract of the tool is not the round's: the round is then
+   * closed as superseded and the approval loop judges the call again. A worker that did not answer
+   * refuses the decision alone (the round stays open: try again).
+   */
+  private contractRefusal(
+    round: ApprovalRound,
+    current: string | null | undefined,
+  ): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (current === round.contractDigest) return undefined;
+    if (current === undefined) {
+      return {
+        code: 'CONTRACT_CHANGED',
+        reason: `the worker could not confirm the contract of ${round.tool} is this round's; try again`,
+      };
+    }
+    const reason = contractChangedReason(round.tool);
+    this.supersede(round, reason);
+    return { code: 'CONTRACT_CHANGED', reason: `${reason}: open the call again to see the new round` };
   }
 
   /**
@@ -305,6 +454,12 @@ export class CallApprovals {
     round: ApprovalRound,
     decision: SignedDecision,
   ): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (round.supersededBecause !== undefined) {
+      return {
+        code: 'CONTRACT_CHANGED',
+        reason: `${round.supersededBecause}: open the call again to see the new round`,
+      };
+    }
     if (this.round !== round) {
       return round.state === 'expired'
         ? { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' }
@@ -329,11 +484,26 @@ export class CallApprovals {
       throw this.refuse({ decision, code: 'SIGNATURE_INVALID', reason: 'not a signed decision' });
     }
     if (!round) {
-      const expired = this.call.state.approval?.state === 'expired';
+      const last = this.call.state.approval;
+      if (last?.state === 'superseded') {
+        throw this.refuse({
+          decision,
+          code: 'CONTRACT_CHANGED',
+          reason: `${last.supersededBecause ?? "the tool's contract changed"}: open the call again to see the new round`,
+        });
+      }
+      const expired = last?.state === 'expired';
       throw this.refuse({
         decision,
         code: expired ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED',
         reason: expired ? 'the approval window has closed' : 'this call has no open approval',
+      });
+    }
+    if (round.supersededBecause !== undefined) {
+      throw this.refuse({
+        decision,
+        code: 'CONTRACT_CHANGED',
+        reason: `${round.supersededBecause}: open the call again to see the new round`,
       });
     }
     if (Date.now() >= round.expiresAtMs) {
@@ -350,6 +520,7 @@ export class CallApprovals {
         nonce: round.nonce,
         argsDigest: round.argsDigest,
         previewDigest: round.previewDigest,
+        contractDigest: round.contractDigest,
         riskLevel: round.riskLevel,
         caller: this.call.caller,
       },

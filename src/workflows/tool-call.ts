@@ -47,6 +47,7 @@ import type { Effect, ToolResult } from '../shared/tool-result';
 import { rejection } from '../shared/tool-result';
 import { riskRank } from '../tools/risk-levels';
 import { ApprovalNotifications } from './approval-notifications';
+import type { ApprovalSubject } from './approval-round';
 import { CallApprovals } from './approval-round';
 
 /** The input of a call's workflow: the proposal that started it, its update id and the caller's signature. */
@@ -136,30 +137,42 @@ async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
   return { ok: true, value: evaluation.call };
 }
 
-/** Step 7: no approval needed, approved (with what the minter checks), or the reason it stops. */
+/**
+ * Step 7: no approval needed, approved (with what the minter checks), or the reason it stops. A
+ * deploy that changes the tool's contract while the call waits has the call judged again (steps 1
+ * to 5 under the new contract, recorded like the first time), and the steps go on with that
+ * evaluation: see `CallApprovals.obtain`.
+ */
 async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionApproval | undefined>> {
-  const { evaluated } = steps;
-  const requirement = evaluated.approval;
+  const requirement = steps.evaluated.approval;
   if (!requirement) return { ok: true, value: undefined };
   call.state.approvalRule = requirement.rule;
-  const notifications = call.notifyApprovals({ evaluated, requirement });
+  const notifications = call.notifyApprovals({ evaluated: steps.evaluated, requirement });
   const outcome = await call.approvals.obtain<ToolResult>({
-    requirement,
-    riskLevel: evaluated.riskLevel,
-    args: evaluated.args,
+    subject: approvalSubject(steps.evaluated, requirement),
     preview: () => steps.preview(),
     recheck: async () => {
       const rechecked = await steps.check();
       return rechecked.ok ? undefined : rechecked.result;
     },
+    judgeAgain: async () => {
+      const evaluated = await evaluate(call);
+      if (!evaluated.ok) return { ok: false, stop: evaluated.result };
+      steps.judgedAgain(evaluated.value);
+      const again = evaluated.value.approval;
+      // The rule the new evaluation asks approval by; none when it lets the caller act alone.
+      call.state.approvalRule = again?.rule;
+      return { ok: true, subject: again ? approvalSubject(evaluated.value, again) : undefined };
+    },
     onOpen: (round) => {
+      const { summary } = steps.evaluated;
       setCurrentDetails(
-        `${evaluated.summary}, waiting for ${round.quorum - round.approvals.length} approval(s), ` +
+        `${summary}, waiting for ${round.quorum - round.approvals.length} approval(s), ` +
           `expires ${round.expiresAt.slice(11, 16)} UTC`,
       );
       call.state.pending = call.reject({
         code: 'APPROVAL_PENDING',
-        message: approvalPendingMessage({ summary: evaluated.summary, expiresAt: round.expiresAt }),
+        message: approvalPendingMessage({ summary, expiresAt: round.expiresAt }),
         data: {
           callId: call.callId,
           expiresAt: round.expiresAt,
@@ -174,7 +187,7 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
     onEnd: (round, ending) => notifications.ended(round, ending),
   });
   if (outcome.ok) return { ok: true, value: outcome.approval };
-  const summary = evaluated.summary;
+  const { summary } = steps.evaluated;
   switch (outcome.ended) {
     case 'stopped':
       return { ok: false, result: outcome.stop };
@@ -199,22 +212,48 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
   }
 }
 
+/** What an approval round of this evaluation binds: the call's arguments and risk level under its contract. */
+function approvalSubject(evaluated: EvaluatedCall, requirement: ApprovalRequirement): ApprovalSubject {
+  return {
+    tool: evaluated.tool,
+    args: evaluated.args,
+    riskLevel: evaluated.riskLevel,
+    contractDigest: evaluated.contractDigest,
+    requirement,
+  };
+}
+
 /** What execution produced: the output within its contract, and whether it was found after a lost answer. */
 interface Executed {
   output: unknown;
   confirmedAfterLoss: boolean;
 }
 
-/** Steps 6, 8 and 9 for one evaluated call: the tool's activities, with its retry and what it has. */
+/**
+ * Steps 6, 8 and 9 for one evaluated call: the tool's activities, with its retry and what it has. The
+ * evaluation is the latest recorded one: a call judged again after a contract deploy goes on with it.
+ */
 class ToolSteps {
-  private readonly readSteps: ToolCallActivities;
-  private readonly writeSteps: ToolCallActivities;
-  private readonly activityInput: { tool: string; callId: string; args: Record<string, unknown> };
+  private readSteps!: ToolCallActivities;
+  private writeSteps!: ToolCallActivities;
+  private activityInput!: { tool: string; callId: string; args: Record<string, unknown> };
+  private current!: EvaluatedCall;
 
   constructor(
     private readonly call: CallRun,
-    readonly evaluated: EvaluatedCall,
+    evaluated: EvaluatedCall,
   ) {
+    this.judgedAgain(evaluated);
+  }
+
+  get evaluated(): EvaluatedCall {
+    return this.current;
+  }
+
+  /** Goes on with a new evaluation of the call: its arguments, retry, capabilities and effect. */
+  judgedAgain(evaluated: EvaluatedCall): void {
+    this.current = evaluated;
+    const { call } = this;
     const { retry } = evaluated;
     const options = {
       startToCloseTimeout: retry.attemptTimeoutMs,

@@ -368,8 +368,24 @@ describe('the minter refuses writes that were not approved, whatever the workflo
     // reaches the toolgate worker, through that worker's task queue.
     const forgedTaskQueue = `forged-${randomUUID()}`;
     const cleanups: (() => unknown)[] = [];
+    // The worker's contract of refund_order, as a real round names it (the minter recomputes it).
+    let contractDigest = '';
 
     beforeAll(async () => {
+      const waiting = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 1_111 }),
+      });
+      contractDigest = (await harness.admin.show(waiting.callId))?.approval?.contractDigest ?? '';
+      expect(contractDigest).toMatch(/^[0-9a-f]{64}$/);
+      await harness.admin.decide({
+        callId: waiting.callId,
+        approver: 'alice',
+        privateKey: harness.approverKey('alice'),
+        decision: 'deny',
+        reason: 'only read for its contract digest',
+      });
       const directory = mkdtempSync(join(tmpdir(), 'toolgate-forged-'));
       cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
       const connection = await NativeConnection.connect({ address: temporalAddress() });
@@ -399,6 +415,7 @@ describe('the minter refuses writes that were not approved, whatever the workflo
       runId?: string;
       args?: Record<string, unknown>;
       approvers?: string[];
+      contractDigest?: string;
     }): ExecutionApproval {
       const signedRun = input.runId ?? runId;
       const nonce = approvalNonce({ runId: signedRun, round: 1, previewDigest });
@@ -413,6 +430,7 @@ describe('the minter refuses writes that were not approved, whatever the workflo
             nonce,
             argsDigest: digestOf(input.args ?? args),
             previewDigest,
+            contractDigest: input.contractDigest ?? contractDigest,
             decision: 'approve',
             approver,
             reason: 'checked',
@@ -472,6 +490,15 @@ describe('the minter refuses writes that were not approved, whatever the workflo
           approval: approvalBy({ callId, args: { ...args, amount_cents: 100 } }),
         }),
         'does not hold',
+      ],
+      [
+        'a decision alice signed for another contract of the tool (the one before a deploy)',
+        (callId: string) => ({
+          callId,
+          args,
+          approval: approvalBy({ callId, contractDigest: digestOf({ contract: 'before the deploy' }) }),
+        }),
+        '(CONTRACT_CHANGED)',
       ],
       [
         'one approver for a critical refund that needs two',

@@ -46,6 +46,7 @@ async function envelopeFor(
     nonce: approval.nonce,
     argsDigest: approval.argsDigest,
     previewDigest: approval.previewDigest,
+    contractDigest: approval.contractDigest,
     decision: 'approve',
     approver,
     reason: `checked by ${approver}`,
@@ -240,6 +241,27 @@ describe('a forged decision is refused, changes nothing and is audited', () => {
     }
   });
 
+  it('refuses a decision signed for another contract of the tool as CONTRACT_CHANGED: the round stays open, nothing applied', async () => {
+    const round = (await harness.admin.show(pending.callId))?.approval;
+    expect(round?.contractDigest).toMatch(/^[0-9a-f]{64}$/);
+    const envelope = await envelopeFor(pending.callId, 'alice', {
+      contractDigest: digestOf({ contract: 'refund_order as it was before a deploy' }),
+    });
+    await expectRefusedEverywhere(pending.callId, signedBy(envelope, 'alice'), 'CONTRACT_CHANGED');
+    // Nothing superseded the round: the contract the worker holds is still the round's.
+    expect((await harness.admin.show(pending.callId))?.approval).toMatchObject({
+      round: 1,
+      contractDigest: round?.contractDigest,
+    });
+    // A decision without a contract digest (signed before decisions carried one) is not a decision.
+    const { contractDigest: _contractDigest, ...unbound } = await envelopeFor(pending.callId, 'alice');
+    await expectRefusedEverywhere(
+      pending.callId,
+      signedBy(unbound as DecisionEnvelope, 'alice'),
+      'SIGNATURE_INVALID',
+    );
+  });
+
   it('refuses a decision that is neither approve nor deny, even when signed, as SIGNATURE_INVALID', async () => {
     const envelope = await envelopeFor(pending.callId, 'alice', {
       decision: 'approve all' as DecisionEnvelope['decision'],
@@ -371,6 +393,7 @@ describe('a decision sent to a call that no longer waits is refused and still au
       nonce: digestOf(['no round']),
       argsDigest: digestOf({}),
       previewDigest: digestOf({}),
+      contractDigest: digestOf({}),
       decision: 'approve',
       approver: 'alice',
       reason: 'blind',

@@ -99,6 +99,7 @@ async function envelopeFor(callId: string, approver: string): Promise<DecisionEn
     nonce: approval.nonce,
     argsDigest: approval.argsDigest,
     previewDigest: approval.previewDigest,
+    contractDigest: approval.contractDigest,
     decision: 'approve',
     approver,
     reason: `checked by ${approver}`,

@@ -86,6 +86,7 @@ async function envelopeFor(callId: string, approver: string): Promise<(attempt: 
     nonce: approval.nonce,
     argsDigest: approval.argsDigest,
     previewDigest: approval.previewDigest,
+    contractDigest: approval.contractDigest,
     decision: 'approve',
     approver,
     reason: `attempt ${attempt}`,

@@ -157,6 +157,7 @@ describe('names that a plain object would answer from its prototype', () => {
       nonce: approval.nonce,
       argsDigest: approval.argsDigest,
       previewDigest: approval.previewDigest,
+      contractDigest: approval.contractDigest,
       decision: 'approve',
       approver: name,
       reason: 'looks fine',

@@ -110,6 +110,7 @@ describe('the approvals console in a real browser', () => {
       nonce: round?.nonce,
       argsDigest: round?.argsDigest,
       previewDigest: round?.previewDigest,
+      contractDigest: round?.contractDigest,
       approver: 'alice',
       reason: 'customer sent photos of the damage',
     });

@@ -80,6 +80,7 @@ const envelope: DecisionEnvelope = {
   nonce: 'a'.repeat(64),
   argsDigest: 'b'.repeat(64),
   previewDigest: 'c'.repeat(64),
+  contractDigest: 'd'.repeat(64),
   approver: 'alice',
   issuedAt: '2025-12-01T15:30:00.000Z',
 };

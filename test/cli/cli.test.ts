@@ -140,6 +140,11 @@ describe('toolgate CLI', () => {
     expect(listed!.timeLeftMs).toBeGreaterThan(0);
     const show = await run('approvals', 'show', callId, '--json');
     expect((JSON.parse(show.out) as { approvalRule: string }).approvalRule).toContain('above support-bot');
+    // For a person: the round first, with the tool contract its decisions must name.
+    const shown = await run('approvals', 'show', callId);
+    expect(shown.out).toMatch(
+      /^round 1: pending, 0\/1 approvals, expires .+\n {2}contract: [0-9a-f]{12} \([0-9a-f]{64}\)\n/,
+    );
     const approve = await run('approvals', 'approve', callId, '--as', 'alice', '--reason', 'receipt checked');
     expect(approve.code).toBe(0);
     expect(approve.out).toContain('accepted: approve by alice');

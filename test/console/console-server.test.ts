@@ -224,6 +224,7 @@ describe('the queue and a call', () => {
       nonce: approval?.nonce,
       argsDigest: approval?.argsDigest,
       previewDigest: approval?.previewDigest,
+      contractDigest: approval?.contractDigest,
       arguments: state?.validatedArguments,
       preview: approval?.preview,
     });

@@ -174,6 +174,7 @@ export class ConsoleVisitor {
       nonce: approval.nonce,
       argsDigest: approval.argsDigest,
       previewDigest: approval.previewDigest,
+      contractDigest: approval.contractDigest,
       decision,
       approver: this.approver,
       reason: `${decision} by ${this.approver} in the console`,

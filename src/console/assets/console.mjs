@@ -125,7 +125,7 @@ function setUpDecision() {
   const allowed = buttons.map((button) => !button.disabled);
   const enable = (on) => buttons.forEach((button, index) => (button.disabled = !(on && allowed[index])));
   enable(false);
-  /** @type {{ callId: string, runId: string, nonce: string, argsDigest: string, previewDigest: string, arguments: Record<string, unknown> | null, preview: Record<string, unknown> }} */
+  /** @type {{ callId: string, runId: string, nonce: string, argsDigest: string, previewDigest: string, contractDigest: string, arguments: Record<string, unknown> | null, preview: Record<string, unknown> }} */
   let data;
   try {
     data = JSON.parse(dataBlock.textContent ?? '');
@@ -141,6 +141,8 @@ function setUpDecision() {
     nonce: data.nonce,
     argsDigest: data.argsDigest,
     previewDigest: data.previewDigest,
+    // The tool's definition the round was opened under: the workflow and the minter check it.
+    contractDigest: data.contractDigest,
     decision,
     approver: body.dataset.approver ?? '',
     reason: reason || `${decision} from the approvals console`,

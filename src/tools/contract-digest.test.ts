@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { contractDigestOf } from './contract-digest';
+import { defineToolContract } from './define-tool';
+import type { RiskLevel } from './risk-levels';
+
+/** A refund contract with what a deploy may change; every default is the same from one call to the next. */
+function refund(
+  changes: {
+    description?: string;
+    amountCents?: z.ZodType<number>;
+    fieldsReversed?: boolean;
+    output?: z.ZodType;
+    risk?: (input: { args: { amount_cents: number } }) => RiskLevel;
+    domainCodes?: Record<string, string>;
+    idempotencyFields?: readonly ('order_id' | 'amount_cents' | 'reason')[];
+    summarize?: (args: { order_id: string; amount_cents: number }) => string;
+    resource?: (args: { order_id: string }) => string;
+  } = {},
+) {
+  const fields = {
+    order_id: z
+      .string()
+      .regex(/^ORD-\d{4}$/)
+      .describe('The order id, e.g. ORD-1001.'),
+    amount_cents: changes.amountCents ?? z.int().positive().describe('Amount in cents.'),
+    reason: z.enum(['damaged', 'not_delivered']).describe('Why, as the user said it.'),
+  };
+  const input = changes.fieldsReversed
+    ? z.strictObject({ reason: fields.reason, amount_cents: fields.amount_cents, order_id: fields.order_id })
+    : z.strictObject(fields);
+  return defineToolContract({
+    name: 'refund_order',
+    description: changes.description ?? 'Refund part or all of an order. Call get_order first.',
+    input,
+    output: changes.output ?? z.strictObject({ refund_id: z.string().describe('The refund.') }),
+    effect: 'write',
+    risk: changes.risk ?? (({ args }) => (args.amount_cents > 10_000 ? 'critical' : 'irreversible')),
+    domainCodes: changes.domainCodes ?? { ORDER_NOT_FOUND: 'no order has this id' },
+    idempotencyFields: [...(changes.idempotencyFields ?? ['order_id', 'amount_cents'])],
+    summarize: changes.summarize ?? ((args) => `refund ${args.amount_cents} on ${args.order_id}`),
+    resource: changes.resource ?? ((args) => `order:${args.order_id}`),
+    examples: [
+      { order_id: 'ORD-1001', amount_cents: 2590, reason: 'damaged' },
+      { order_id: 'ORD-1002', amount_cents: 8_000, reason: 'damaged' },
+      { order_id: 'ORD-1003', amount_cents: 25_000, reason: 'not_delivered' },
+    ],
+  });
+}
+
+const before = contractDigestOf({ contract: refund() });
+
+describe('the contract digest an approval binds', () => {
+  it('is the same for the same contract, computed once per contract object', () => {
+    const contract = refund();
+    expect(contractDigestOf({ contract })).toBe(before);
+    expect(contractDigestOf({ contract })).toBe(contractDigestOf({ contract }));
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it.each([
+    ['the tool’s description', { description: 'Refunds an order, in its currency. Read it first.' }],
+    ['a field’s description', { amountCents: z.int().positive().describe('How much, in cents.') }],
+    [
+      'a field’s title',
+      { amountCents: z.int().positive().describe('Amount in cents.').meta({ title: 'Amount' }) },
+    ],
+    ['the order of the fields', { fieldsReversed: true }],
+    ['what a domain code is said to mean', { domainCodes: { ORDER_NOT_FOUND: 'the order does not exist' } }],
+  ])('does not change with %s: a wording deploy leaves waiting rounds open', (_change, changes) => {
+    expect(contractDigestOf({ contract: refund(changes) })).toBe(before);
+  });
+
+  it.each([
+    ['a tightened range', { amountCents: z.int().positive().max(30_000).describe('Amount in cents.') }],
+    ['a field’s type', { amountCents: z.number().positive().describe('Amount in cents.') }],
+    ['the output schema', { output: z.strictObject({ refund_id: z.string(), note: z.string().optional() }) }],
+    [
+      'the risk function, where an example crosses the new threshold',
+      {
+        risk: ({ args }: { args: { amount_cents: number } }): RiskLevel =>
+          args.amount_cents > 5_000 ? 'critical' : 'irreversible',
+      },
+    ],
+    [
+      'the risk function, where no example crosses the new threshold (its source is bound)',
+      {
+        risk: ({ args }: { args: { amount_cents: number } }): RiskLevel =>
+          args.amount_cents > 10_001 ? 'critical' : 'irreversible',
+      },
+    ],
+    ['the domain codes', { domainCodes: { ORDER_NOT_FOUND: 'no order', REFUND_LOCKED: 'locked' } }],
+    ['the idempotency fields', { idempotencyFields: ['order_id', 'amount_cents', 'reason'] as const }],
+    [
+      'the summary function',
+      { summarize: (args: { order_id: string; amount_cents: number }) => `refund on ${args.order_id}` },
+    ],
+    ['the resource function', { resource: () => 'orders' }],
+  ])('changes with %s: what would run is another thing', (_change, changes) => {
+    const contract = refund(changes);
+    expect(contractDigestOf({ contract })).not.toBe(before);
+  });
+});
