@@ -91,7 +91,7 @@ export async function startToolGateWorker(input: {
     if (!input.connection) closers.push(() => connection.close());
     const minter =
       input.minter === undefined
-        ? minterFromKeys({ config, policy, client: new Client({ connection, namespace }), taskQueue })
+        ? minterFromKeys({ config, policy, client: new Client({ connection, namespace }), taskQueue, audit })
         : (input.minter ?? undefined);
     const worker = await createToolGateWorker({
       connection,
@@ -141,15 +141,17 @@ function minterFromKeys(input: {
   /** A client on the worker's connection: the minter asks the approver-key registry through it. */
   client: Client;
   taskQueue: string;
+  /** Cross-checked with the registry's answers: a key it shows revoked stays revoked (registry rollback). */
+  audit: AuditStore;
 }): CredentialMinter | undefined {
   const path = keyPaths({ directory: input.config.keysDirectory, owner: { kind: 'minter' } }).privateKey;
   if (!existsSync(path)) return undefined; // no minter key: writes carry no credential, calls no ticket
   // A key that exists but cannot be read stops the worker: it never runs without tickets by accident.
   const privateKey = readPrivateKey(path);
-  const { client, taskQueue } = input;
+  const { client, taskQueue, audit } = input;
   return createCredentialMinter({
     privateKey,
     policy: () => input.policy,
-    approverKeyStatus: (keyId) => readApproverKeyStatus({ client, taskQueue, keyId }),
+    approverKeyStatus: (keyId) => readApproverKeyStatus({ client, taskQueue, keyId, audit }),
   });
 }

@@ -70,7 +70,8 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       ...(options.minter ? { minter: options.minter } : {}),
       ...(options.notifications ? { notifications: options.notifications.plan } : {}),
     }),
-    ...createApproverKeyActivities({ policy: currentPolicy }),
+    // The audit store is the key lookups' second source: it remembers what a registry rolled back forgets.
+    ...createApproverKeyActivities({ policy: currentPolicy, audit: options.audit }),
     ...createNotificationActivities({
       audit: options.audit,
       ...(options.notifications ? { notifications: options.notifications } : {}),

@@ -110,6 +110,13 @@ export interface AuditStore {
   appendRegistryEvent(event: RegistryEvent): boolean;
   /** Registry changes attempted, oldest first. */
   registryEvents(): (RegistryEvent & { recordedAt: string })[];
+  /**
+   * The registry changes accepted that name `keyId` or `inviteId` (either may be omitted), oldest
+   * first: what the key lookups cross-check the registry's answer against. Never changes anything.
+   */
+  acceptedRegistryEventsAbout(input: { keyId?: string; inviteId?: string }): (RegistryEvent & {
+    recordedAt: string;
+  })[];
   /** Appends a webhook delivery (an event to a channel: delivered, refused or failed); the same (event id, channel) twice writes once. */
   appendNotificationDelivery(delivery: NotificationDelivery): boolean;
   /** Every webhook delivery of a call, oldest first. */
@@ -160,6 +167,8 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       event TEXT NOT NULL,
       UNIQUE (update_id, outcome)
     );
+    CREATE INDEX IF NOT EXISTS registry_events_by_key ON registry_events (json_extract(event, '$.keyId'));
+    CREATE INDEX IF NOT EXISTS registry_events_by_invite ON registry_events (json_extract(event, '$.inviteId'));
     CREATE TABLE IF NOT EXISTS notification_deliveries (
       sequence INTEGER PRIMARY KEY AUTOINCREMENT,
       event_id TEXT NOT NULL,
@@ -209,12 +218,22 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
   const allRegistryEvents = database.prepare(
     'SELECT event, recorded_at FROM registry_events ORDER BY sequence',
   );
+  // Refused attempts are left out in SQL: anyone may send them, so there can be many.
+  const acceptedRegistryEvents = database.prepare(`
+    SELECT event, recorded_at FROM registry_events
+    WHERE outcome = 'accepted'
+      AND (json_extract(event, '$.keyId') = @keyId OR json_extract(event, '$.inviteId') = @inviteId)
+    ORDER BY sequence`);
   const insertDelivery = database.prepare(`
     INSERT OR IGNORE INTO notification_deliveries (event_id, channel, call_id, recorded_at, delivery)
     VALUES (@eventId, @channel, @callId, @recordedAt, @delivery)`);
   const deliveriesByCall = database.prepare(
     'SELECT delivery, recorded_at FROM notification_deliveries WHERE call_id = ? ORDER BY sequence',
   );
+  const parseRegistryEvent = (row: unknown): RegistryEvent & { recordedAt: string } => {
+    const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
+    return { ...(JSON.parse(event) as RegistryEvent), recordedAt };
+  };
   const parse = (rows: unknown[]): AuditRecord[] =>
     rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
   return {
@@ -254,11 +273,11 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
         recordedAt: new Date().toISOString(),
         event: JSON.stringify(event),
       }).changes === 1,
-    registryEvents: () =>
-      allRegistryEvents.all().map((row) => {
-        const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
-        return { ...(JSON.parse(event) as RegistryEvent), recordedAt };
-      }),
+    registryEvents: () => allRegistryEvents.all().map(parseRegistryEvent),
+    acceptedRegistryEventsAbout: ({ keyId, inviteId }) =>
+      acceptedRegistryEvents
+        .all({ keyId: keyId ?? null, inviteId: inviteId ?? null })
+        .map(parseRegistryEvent),
     appendNotificationDelivery: (delivery) =>
       insertDelivery.run({
         eventId: delivery.eventId,

@@ -8,6 +8,8 @@ import {
   revokeApproverKey,
 } from '../admin/approver-keys';
 import type { ApproverKeysTarget } from '../admin/approver-keys';
+import { openSqliteAuditStore } from '../audit/audit-store';
+import type { AuditStore } from '../audit/audit-store';
 import type { LoadedConfig } from '../config';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import { durationMs } from '../shared/durations';
@@ -47,7 +49,7 @@ export function addApproverCommands(program: Command, context: CliContext): void
           );
           return 2;
         }
-        return withRegistry(options, async ({ target, config }) => {
+        return withRegistry({ options, audited: true }, async ({ target, config }) => {
           const operatorKey = operatorKeyOf({ options, config, output });
           if (!operatorKey) return 2;
           const created = await inviteApprover({
@@ -84,7 +86,7 @@ export function addApproverCommands(program: Command, context: CliContext): void
     .action(
       commandAction(context, async (_options: unknown, command: Command) => {
         const options = command.optsWithGlobals<KeysOptions>();
-        return withRegistry(options, async ({ target }) => {
+        return withRegistry({ options, audited: false }, async ({ target }) => {
           const view = await listApproverKeys({
             ...target,
             ...(options.approver !== undefined ? { approver: options.approver } : {}),
@@ -124,7 +126,7 @@ export function addApproverCommands(program: Command, context: CliContext): void
     .action(
       commandAction(context, async (keyId: string, _options: unknown, command: Command) => {
         const options = command.optsWithGlobals<RevokeOptions>();
-        return withRegistry(options, async ({ target, config }) => {
+        return withRegistry({ options, audited: true }, async ({ target, config }) => {
           const operatorKey = operatorKeyOf({ options, config, output });
           if (!operatorKey) return 2;
           const outcome = await revokeApproverKey({
@@ -165,18 +167,26 @@ function operatorKeyOf(input: {
   }
 }
 
-/** Runs `use` with the registry of the configured namespace and task queue; closes the connection either way. */
+/**
+ * Runs `use` with the registry of the configured namespace and task queue; a changing command gets
+ * the config's audit store too, so the change it sends is recorded even if the worker's record of it
+ * is lost. Closes both either way.
+ */
 async function withRegistry(
-  options: GlobalOptions,
+  input: { options: GlobalOptions; audited: boolean },
   use: (input: { target: ApproverKeysTarget; config: LoadedConfig }) => Promise<number>,
 ): Promise<number> {
-  const config = configOf(options);
-  const settings = connectionSettings(options, config);
+  const config = configOf(input.options);
+  const settings = connectionSettings(input.options, config);
   const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  let audit: AuditStore | undefined;
   try {
+    audit = input.audited ? openSqliteAuditStore({ path: config.auditPath }) : undefined;
     const client = new Client({ connection, namespace: settings.namespace });
-    return await use({ target: { client, taskQueue: settings.taskQueue }, config });
+    const target = { client, taskQueue: settings.taskQueue, ...(audit ? { audit } : {}) };
+    return await use({ target, config });
   } finally {
+    audit?.close();
     await connection.close();
   }
 }

@@ -190,7 +190,7 @@ function createConsoleApp(input: {
   const sessionTtlMs = input.sessionTtlMs ?? 15 * 60 * 1000;
   const sessions = createSessionStore({ sessionTtlMs, challengeTtlMs: input.challengeTtlMs ?? 60 * 1000 });
   const admin = new ApprovalAdmin({ client, taskQueue, ...(input.audit ? { audit: input.audit } : {}) });
-  const registry = { client, taskQueue };
+  const registry = { client, taskQueue, ...(input.audit ? { audit: input.audit } : {}) };
   const secureCookie = input.publicUrl?.startsWith('https:') ?? false;
   const callers = Object.keys(policy.file.callers).sort();
   const tools = [...new Set(Object.values(policy.file.callers).flatMap((caller) => caller.tools))].sort();

@@ -261,6 +261,11 @@ class ApproverKeyRegistry {
  * worker's current policy by a recorded local activity. Every attempt is audited through the
  * worker's sink. State crosses continue-as-new only from the registry's own previous run: a run
  * started with forged state starts empty (every enrolled key then unknown: it fails closed).
+ *
+ * A raw Temporal client can still reset this workflow or terminate it, and the registry would forget
+ * what came after; the audit store does not. So an invite the audit store shows used is neither added
+ * again (the local activity that checks an invite's operator also asks the audit store) nor used again
+ * (the enrolment's handler asks it), and the key lookups cross-check the audit store as well.
  */
 export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promise<void> {
   const continued = workflowInfo().continuedFromExecutionRunId !== undefined;
@@ -294,7 +299,20 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
       operatorKeys.learn(verdict.operators);
       return operatorRefusal(verdict);
     } catch {
-      return { code: 'OPERATOR_UNKNOWN' as const, reason: 'the policy could not be read; try again' };
+      return {
+        code: 'OPERATOR_UNKNOWN' as const,
+        reason: 'the policy (or the audit store) could not be read; try again',
+      };
+    }
+  };
+
+  const askAudit = async (inviteId: string): Promise<Refusal | undefined> => {
+    try {
+      const verdict = await operatorChecks.checkInviteUnused({ inviteId });
+      return verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
+    } catch {
+      // Fail closed: an invite nobody can vouch for now enrols nothing (the enrolment may be sent again).
+      return { code: 'INVITE_UNKNOWN', reason: 'the audit store could not be read; try again' };
     }
   };
 
@@ -341,10 +359,13 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
 
   setHandler(
     enrolKeyUpdate,
-    (signed): Promise<RegistryReceipt> => {
-      // Synchronous: no other change can come between the validator's checks and this one.
+    async (signed): Promise<RegistryReceipt> => {
       const about = { action: 'enrolKey' as const, ...enrolmentFields(signed) };
-      const refusal = registry.enrolmentRefusal(signed, Date.now());
+      // The audit store outlives this run: an invite it shows used enrols nothing, even when this
+      // registry was reset to before that use or started anew after a terminate.
+      const refusal =
+        (await askAudit(signed.enrolment.inviteId)) ?? registry.enrolmentRefusal(signed, Date.now());
+      // Checked again after the wait, then changed at once: no other change comes in between.
       if (refusal) throw refuse(refusal, about);
       const key = registry.enrol(signed, Date.now());
       changes++;
@@ -355,7 +376,7 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
         outcome: 'accepted',
         detail: `label "${key.label}"`,
       });
-      return Promise.resolve({ accepted: true, keyId: key.keyId });
+      return { accepted: true, keyId: key.keyId };
     },
     {
       validator: (signed: SignedEnrolment) => {

@@ -161,7 +161,7 @@ export async function startHarness(input: {
     const minter = createCredentialMinter({
       privateKey: readPrivateKey(minterKeys.privateKey),
       policy: () => minterPolicy,
-      approverKeyStatus: (keyId) => readApproverKeyStatus({ client: registryClient, taskQueue, keyId }),
+      approverKeyStatus: (keyId) => readApproverKeyStatus({ client: registryClient, taskQueue, keyId, audit }),
     });
     let tools: readonly ImplementedTool[] = [
       ...createOrdersTools({
