@@ -4,7 +4,10 @@ import type { AuditStore } from '../audit/audit-store';
 import type { ResolvedNotifications } from '../notifications/notification-config';
 import { webhookMessage } from '../notifications/webhook-message';
 import { signWebhookPayload } from '../notifications/webhook-signature';
+import type { RoundProgress } from '../shared/approval-notifier';
+import { roundProgressOf } from '../shared/approval-notifier';
 import type { ApprovalNotice, NoticeDelivery } from '../shared/notifications';
+import { callStateQuery } from '../shared/temporal';
 
 /** The ApplicationFailure types a delivery raises; the notifier audits a delivery that finally failed. */
 export const notificationFailureTypes = {
@@ -30,8 +33,39 @@ export function createNotificationActivities(dependencies: {
 }) {
   const { audit } = dependencies;
   return {
-    /** Posts one event to one channel; retried by the workflow's policy, never posted twice when audited delivered. */
-    async notifyApprovalChannel(notice: ApprovalNotice): Promise<NoticeDelivery> {
+    /**
+     * What the call's own state says of one of its rounds, read with the worker's client (a query of
+     * the call's run): how the notifier tells a real signal from a forged one. Retried on failure.
+     */
+    async readRoundProgress(input: { callId: string; runId: string; round: number }): Promise<RoundProgress> {
+      return readRoundProgress(input);
+    },
+
+    /**
+     * Posts one event to one channel, with the facts the call's state holds (never the notice's own
+     * claims): an event the state does not bear out is not posted, and is audited as failed with why.
+     * Retried by the workflow's policy, never posted twice when audited delivered.
+     */
+    async notifyApprovalChannel(claimed: ApprovalNotice): Promise<NoticeOutcome> {
+      const progress = await readRoundProgress(claimed);
+      const checked = noticeFromState({ notice: claimed, progress });
+      if (!checked.ok) {
+        audit.appendNotificationDelivery({
+          eventId: claimed.eventId,
+          channel: claimed.channel,
+          callId: claimed.callId,
+          event: claimed.event,
+          outcome: 'failed',
+          reason: checked.reason,
+        });
+        log.warn('approval notification not borne out by the call: not posted', {
+          eventId: claimed.eventId,
+          channel: claimed.channel,
+          reason: checked.reason,
+        });
+        return { ok: false, status: 'skipped', reason: checked.reason };
+      }
+      const notice = checked.notice;
       const channels = dependencies.notifications?.channels ?? {};
       const channel = Object.hasOwn(channels, notice.channel) ? channels[notice.channel] : undefined;
       if (!channel) {
@@ -145,6 +179,60 @@ export interface UndeliveredNotice {
   reason: string;
   httpStatus?: number;
   attempt?: number;
+}
+
+/** What a delivery did: posted (or found posted), or skipped because the call's state does not bear it out. */
+export type NoticeOutcome = NoticeDelivery | { ok: false; status: 'skipped'; reason: string };
+
+/** The call run's state, through the worker's client; a query that fails is retried by the activity's policy. */
+async function readRoundProgress(input: {
+  callId: string;
+  runId: string;
+  round: number;
+}): Promise<RoundProgress> {
+  const handle = Context.current().client.workflow.getHandle(input.callId, input.runId);
+  const state = await handle.query(callStateQuery);
+  return roundProgressOf({ state, runId: input.runId, round: input.round });
+}
+
+/**
+ * The notice as the call's state tells it (risk level, expiry, ending), or why the state does not
+ * bear it out: an unknown round; a request for a round the call no longer shows; an escalation of a
+ * round that ended; a follow-up whose round did not end that way.
+ */
+function noticeFromState(input: {
+  notice: ApprovalNotice;
+  progress: RoundProgress;
+}): { ok: true; notice: ApprovalNotice } | { ok: false; reason: string } {
+  const { notice, progress } = input;
+  if (!progress.ok) return { ok: false, reason: `not borne out by the call: ${progress.reason}` };
+  const facts = {
+    ...notice,
+    ...(progress.riskLevel !== undefined ? { riskLevel: progress.riskLevel } : {}),
+    ...(progress.expiresAt !== undefined ? { expiresAt: progress.expiresAt } : {}),
+  };
+  const { ending } = progress;
+  switch (notice.event) {
+    case 'approval-requested': {
+      if (!progress.current)
+        return { ok: false, reason: `round ${notice.round} is no longer the call's round` };
+      const { ending: _claimed, ...request } = facts;
+      return { ok: true, notice: request };
+    }
+    case 'approval-escalated': {
+      if (!progress.current || ending) return { ok: false, reason: `round ${notice.round} is not undecided` };
+      const { ending: _claimed, ...escalation } = facts;
+      return { ok: true, notice: escalation };
+    }
+    case 'approval-expired':
+      return ending?.state === 'expired'
+        ? { ok: true, notice: { ...facts, ending } }
+        : { ok: false, reason: `round ${notice.round} did not expire` };
+    case 'approval-decided':
+      return ending?.state === 'approved' || ending?.state === 'denied'
+        ? { ok: true, notice: { ...facts, ending } }
+        : { ok: false, reason: `round ${notice.round} was not decided` };
+  }
 }
 
 /** What an undelivered attempt tells the notifier, in its failure's details. */

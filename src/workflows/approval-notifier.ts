@@ -6,6 +6,7 @@ import {
   log,
   proxyActivities,
   setHandler,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type {
@@ -13,8 +14,18 @@ import type {
   UndeliveredAttempt,
   UndeliveredNotice,
 } from '../activities/notification-activities';
-import type { ApprovalNotifierInput, NotifiedCall, NotifiedRound } from '../shared/approval-notifier';
-import { callClosedSignal, roundEndedSignal, roundOpenedSignal } from '../shared/approval-notifier';
+import type {
+  ApprovalNotifierInput,
+  NotifiedCall,
+  NotifiedRound,
+  RoundProgress,
+} from '../shared/approval-notifier';
+import {
+  approvalNotifierWorkflowId,
+  callClosedSignal,
+  roundEndedSignal,
+  roundOpenedSignal,
+} from '../shared/approval-notifier';
 import type {
   ApprovalNotice,
   ApprovalNotificationPlan,
@@ -39,6 +50,12 @@ const recordActivities = proxyActivities<NotificationActivities>({
   retry: { maximumAttempts: 10, maximumInterval: '10s' },
 });
 
+// A signal is a wake-up: what it says is checked against the call's state, read again for a while.
+const progressActivities = proxyActivities<NotificationActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 5, maximumInterval: '5s' },
+});
+
 /**
  * How long, past its last round's expiry, the notifier waits for a call that says nothing more before
  * it takes the call for gone (terminated: it never says it closed) and finishes. A running call is
@@ -55,14 +72,34 @@ const callSilenceLimitMs = 24 * 60 * 60 * 1000;
  * for a day past its round's expiry (a terminated call never says it closed).
  */
 export async function toolgateApprovalNotifications(input: ApprovalNotifierInput): Promise<void> {
+  const notStarted = notStartedByItsCall(input.call);
+  if (notStarted) {
+    // Anyone with a Temporal client may start a workflow of this type: only the call's own child posts.
+    log.warn('approval notifier not started by its call: it posts nothing', {
+      callId: input.call.callId,
+      reason: notStarted,
+    });
+    return;
+  }
   const notifier = new ApprovalNotifier(input.call, input.plan);
-  setHandler(roundOpenedSignal, (round) => notifier.opened(round));
-  setHandler(roundEndedSignal, ({ round, ending }) => notifier.ended(round, ending));
-  setHandler(callClosedSignal, () => notifier.callClosed());
+  // Signals are wake-ups only (anyone may send them): each is checked against the call's state.
+  setHandler(roundOpenedSignal, (round) => notifier.heard({ kind: 'opened', round: round.round }));
+  setHandler(roundEndedSignal, ({ round }) => notifier.heard({ kind: 'ended', round: round.round }));
+  setHandler(callClosedSignal, () => notifier.heard({ kind: 'closed', round: 0 }));
   notifier.opened(input.firstRound);
   await notifier.untilCallClosed();
   await notifier.settle();
   await condition(allHandlersFinished);
+}
+
+/** Why this run is not the notifier its call started (its parent and id), or undefined when it is. */
+function notStartedByItsCall(call: NotifiedCall): string | undefined {
+  const info = workflowInfo();
+  if (info.parent?.workflowId !== call.callId || info.parent.runId !== call.runId) {
+    return 'its parent is not the call run its input names';
+  }
+  if (info.workflowId !== approvalNotifierWorkflowId(call)) return 'its id is not the call run’s notifier id';
+  return undefined;
 }
 
 /**
@@ -74,10 +111,15 @@ export class ApprovalNotifier {
   /** Per open round, the scope of its request, escalation timer and escalation: a decision cancels it. */
   private readonly pendingRounds = new Map<number, CancellationScope>();
   private readonly endedRounds = new Set<number>();
-  private readonly escalatedRounds = new Set<number>();
+  /** Per round whose escalation was due: whether a channel took it (a round it ended first was not escalated). */
+  private readonly escalations = new Map<number, Promise<boolean>>();
   private closed = false;
   /** Counts what the call said, so that a silence can be told from a message. */
-  private heard = 0;
+  private messages = 0;
+  /** The signals heard, checked against the call's state one after the other, in order. */
+  private checks: Promise<void> = Promise.resolve();
+  /** Each round's facts, as the call's state (or the call's own input) gave them. */
+  private readonly rounds = new Map<number, NotifiedRound>();
   private lastExpiryMs = 0;
 
   constructor(
@@ -85,9 +127,55 @@ export class ApprovalNotifier {
     private readonly plan: ApprovalNotificationPlan,
   ) {}
 
+  /**
+   * A signal woke the notifier: what it claims is acted on only as the call's state bears it out (a
+   * round it shows open, a round it shows ended and how, a call it shows done); otherwise ignored.
+   */
+  heard(message: { kind: 'opened' | 'ended' | 'closed'; round: number }): Promise<void> {
+    this.messages++;
+    const check = this.checks.then(() => this.check(message));
+    this.checks = check;
+    return check;
+  }
+
+  private async check(message: { kind: 'opened' | 'ended' | 'closed'; round: number }): Promise<void> {
+    const { callId, runId } = this.call;
+    let progress: RoundProgress;
+    try {
+      progress = await progressActivities.readRoundProgress({
+        callId,
+        runId,
+        round: message.kind === 'closed' ? 1 : message.round,
+      });
+    } catch (error) {
+      log.warn('a signal could not be checked against the call: ignored', { callId, error: String(error) });
+      return;
+    }
+    const ignored = (reason: string) =>
+      log.warn('a signal the call does not bear out: ignored', { callId, kind: message.kind, reason });
+    if (message.kind === 'closed') {
+      if (!progress.callClosed) return ignored('the call is not done');
+      return this.callClosed();
+    }
+    if (!progress.ok) return ignored(progress.reason);
+    const known = this.rounds.get(progress.round);
+    const round: NotifiedRound | undefined =
+      progress.riskLevel !== undefined && progress.expiresAt !== undefined
+        ? { round: progress.round, riskLevel: progress.riskLevel, expiresAt: progress.expiresAt }
+        : known;
+    if (!round) return ignored(`round ${message.round} was never heard open`);
+    if (message.kind === 'opened') {
+      if (!progress.current) return ignored(`round ${message.round} is not the call's round`);
+      return this.opened(round);
+    }
+    if (!progress.ending) return ignored(`round ${message.round} has not ended`);
+    return this.ended(round, progress.ending);
+  }
+
   /** A round opened: ask the waiting channels, and escalate if nobody decides in time. */
   opened(round: NotifiedRound): void {
-    this.heard++;
+    this.messages++;
+    if (!this.rounds.has(round.round)) this.rounds.set(round.round, round);
     this.lastExpiryMs = Math.max(this.lastExpiryMs, Date.parse(round.expiresAt));
     if (this.closed || this.pendingRounds.has(round.round) || this.endedRounds.has(round.round)) return;
     const scope = new CancellationScope();
@@ -97,7 +185,7 @@ export class ApprovalNotifier {
 
   /** A round ended: its escalation is off, a decision makes its request moot; the follow-up goes out. */
   ended(round: NotifiedRound, ending: RoundEnding): void {
-    this.heard++;
+    this.messages++;
     if (this.endedRounds.has(round.round)) return;
     this.endedRounds.add(round.round);
     // An expired round's request runs out with its own bound; a decided one's is not worth sending now.
@@ -105,23 +193,24 @@ export class ApprovalNotifier {
     this.pendingRounds.delete(round.round);
     // A superseded round has no outcome to tell: the round opened in its place asks again, if any.
     if (!this.plan.followUp || ending.state === 'superseded') return;
-    const channels = [
-      ...this.plan.waiting,
-      ...(this.escalatedRounds.has(round.round) ? (this.plan.escalation?.channels ?? []) : []),
-    ];
-    this.deliveries.push(
-      this.send({
+    // The escalation's channels hear the ending too, once the escalation is known to have gone out.
+    const escalation = this.escalations.get(round.round);
+    const followUp = async () => {
+      const escalated = escalation ? await escalation : false;
+      const channels = [...this.plan.waiting, ...(escalated ? (this.plan.escalation?.channels ?? []) : [])];
+      await this.send({
         event: ending.state === 'expired' ? 'approval-expired' : 'approval-decided',
         round,
         channels: [...new Set(channels)],
         ending,
-      }),
-    );
+      });
+    };
+    this.deliveries.push(followUp());
   }
 
   /** The call closes: no round opens any more, and no open one is worth asking for. */
   callClosed(): void {
-    this.heard++;
+    this.messages++;
     this.closed = true;
     for (const scope of this.pendingRounds.values()) scope.cancel();
     this.pendingRounds.clear();
@@ -130,9 +219,9 @@ export class ApprovalNotifier {
   /** Until the call said it closed, or it has been silent for the limit past its last round's expiry. */
   async untilCallClosed(): Promise<void> {
     for (;;) {
-      const heard = this.heard;
+      const heard = this.messages;
       const silenceMs = Math.max(0, this.lastExpiryMs - Date.now()) + callSilenceLimitMs;
-      const spoke = await condition(() => this.closed || this.heard !== heard, silenceMs);
+      const spoke = await condition(() => this.closed || this.messages !== heard, silenceMs);
       if (this.closed) return;
       if (!spoke) {
         log.warn('the call went silent without closing: taken for gone', { callId: this.call.callId });
@@ -143,13 +232,17 @@ export class ApprovalNotifier {
 
   /** Waits for every delivery (each retried on its own; one that finally failed is audited, never thrown). */
   async settle(): Promise<void> {
+    await this.checks;
     while (this.deliveries.length) await Promise.all(this.deliveries.splice(0));
   }
 
   private async askApprovers(round: NotifiedRound): Promise<void> {
     const asked = this.send({ event: 'approval-requested', round, channels: this.plan.waiting });
     const { escalation } = this.plan;
-    if (!escalation || escalation.afterMs >= this.call.windowMs) return asked;
+    if (!escalation || escalation.afterMs >= this.call.windowMs) {
+      await asked;
+      return;
+    }
     await Promise.all([asked, this.escalateUnlessEnded(round, escalation)]);
   }
 
@@ -167,17 +260,18 @@ export class ApprovalNotifier {
       if (isCancellation(error)) return;
       throw error;
     }
-    this.escalatedRounds.add(round.round);
-    await this.send({ event: 'approval-escalated', round, channels: escalation.channels });
+    const escalated = this.send({ event: 'approval-escalated', round, channels: escalation.channels });
+    this.escalations.set(round.round, escalated);
+    await escalated;
   }
 
-  /** One delivery per channel of one event, all under the event's id. */
+  /** One delivery per channel of one event, all under the event's id; whether any channel took it. */
   private async send(input: {
     event: NotificationEvent;
     round: NotifiedRound;
     channels: string[];
     ending?: RoundEnding;
-  }): Promise<void> {
+  }): Promise<boolean> {
     const { call } = this;
     const eventId = notificationEventId({
       callId: call.callId,
@@ -185,7 +279,7 @@ export class ApprovalNotifier {
       round: input.round.round,
       event: input.event,
     });
-    await Promise.all(
+    const taken = await Promise.all(
       input.channels.map((channel) =>
         this.deliver({
           channel,
@@ -203,14 +297,16 @@ export class ApprovalNotifier {
         }),
       ),
     );
+    return taken.some(Boolean);
   }
 
-  /** One retried activity; when it finally fails, the audit store hears why. */
-  private async deliver(notice: ApprovalNotice): Promise<void> {
+  /** One retried activity, whether its channel took it; when it finally fails, the audit store hears why. */
+  private async deliver(notice: ApprovalNotice): Promise<boolean> {
     try {
-      await proxyActivities<NotificationActivities>(this.deliveryOptions(notice)).notifyApprovalChannel(
-        notice,
-      );
+      const outcome = await proxyActivities<NotificationActivities>(
+        this.deliveryOptions(notice),
+      ).notifyApprovalChannel(notice);
+      return outcome.ok;
     } catch (error) {
       const undelivered = undeliveredNotice({ notice, error });
       log.warn('approval notification was not delivered', {
@@ -230,6 +326,7 @@ export class ApprovalNotifier {
           error: String(recordError),
         });
       }
+      return false;
     }
   }
 

@@ -74,16 +74,18 @@ function contractChangedReason(tool: string): string {
 }
 
 /**
- * How many decisions signed with enrolled keys a round lets reach its handler and be refused there
- * (the registry said unknown or revoked, or did not answer) before its validator takes enrolled keys
- * only from keys this call already saw the registry vouch for. Each refusal in the handler is an
- * accepted update, ~6 events of history, so without a cap a holder of many keys the validator cannot
- * judge (chains that verify, through invites still open) could fill the call's history and exhaust its
- * update budget. The trade-off: past the cap, an approver whose newly enrolled key this call never
- * verified cannot approve this round with it; their approver key file (the CLI) still can, and a new
- * round starts a new count.
+ * How many decisions signed with enrolled keys of one invite a round lets reach its handler unverified
+ * (in flight, or refused there: the registry said unknown or revoked, or did not answer) before its
+ * validator takes that invite's keys only when this call already saw the registry vouch for them.
+ * Each refusal in the handler is an accepted update, ~6 events of history, so without a cap a holder
+ * of many keys the validator cannot judge (chains that verify, through an invite still open) could
+ * fill the call's history and exhaust its update budget. The count is per invite, so a flood of keys
+ * minted on one leaked invite stops that invite only, never another approver's newly enrolled key; it
+ * counts an attempt before the handler awaits the registry, so a burst of updates sees its own
+ * attempts. A key already verified enrolled in this call is always let through; a new round starts
+ * a new count.
  */
-const maxKeyRefusalsPerRound = 16;
+const maxKeyAttemptsPerInvite = 16;
 
 /** One round: the preview an approver signs for, the contract it is bound to, the decisions taken, its expiry. */
 class ApprovalRound {
@@ -103,8 +105,8 @@ class ApprovalRound {
   readonly approvals: string[] = [];
   readonly accepted: SignedDecision[] = [];
   readonly usedSignatures: string[] = [];
-  /** Decisions signed with enrolled keys that the handler refused after asking the registry. */
-  keyRefusals = 0;
+  /** Per invite id, decisions signed with its enrolled keys that the handler is asking about or refused. */
+  readonly keyAttempts = new Map<string, number>();
   denial?: { approver: string; reason: string };
   /** Set when the round closed without a decision that counts: why it no longer holds. */
   supersededBecause?: string;
@@ -363,11 +365,8 @@ export class CallApprovals {
     if (decision.key !== undefined) {
       // An enrolled key: the validator verified its chain purely; only the registry knows whether it
       // is still enrolled, so it is asked now (a recorded local activity).
-      const keyRefusal = await this.keyRefusal(decision);
-      if (keyRefusal) {
-        round.keyRefusals++;
-        throw this.refuse({ decision, ...keyRefusal });
-      }
+      const keyRefusal = await this.keyRefusal(round, decision);
+      if (keyRefusal) throw this.refuse({ decision, ...keyRefusal });
     }
     // Every decision: the worker is asked for the tool's contract now (a recorded local activity), so
     // a decision never counts for a definition a deploy replaced while the call waited.
@@ -407,6 +406,7 @@ export class CallApprovals {
    * cannot say. What the registry answered is learned, so the validator refuses the next attempts.
    */
   private async keyRefusal(
+    round: ApprovalRound,
     decision: SignedDecision,
   ): Promise<{ code: DecisionRefusalCode; reason: string } | undefined> {
     const chain = this.verifyChain({
@@ -416,6 +416,11 @@ export class CallApprovals {
     });
     if (!chain.ok)
       return { code: 'SIGNATURE_INVALID', reason: `the key's chain does not hold: ${chain.reason}` };
+    // Counted before the lookup is awaited, so the validators of a burst see the attempts in flight;
+    // a key this call already saw enrolled is never counted, and one the registry vouches for is released.
+    const { inviteId } = chain.key;
+    const counted = !this.learnedKeys.isVerifiedEnrolled(chain.key);
+    if (counted) round.keyAttempts.set(inviteId, (round.keyAttempts.get(inviteId) ?? 0) + 1);
     let found: ApproverKeyStatus;
     try {
       // The invite too: for a key it does not hold, the registry says whether that invite could
@@ -428,22 +433,26 @@ export class CallApprovals {
       // Fail closed: a key nobody can vouch for right now approves nothing (and nothing is learned).
       return { code: 'KEY_UNKNOWN', reason: 'the key registry did not answer; try again' };
     }
-    return this.learnedKeys.learn(chain.key, found);
+    const refusal = this.learnedKeys.learn(chain.key, found);
+    if (!refusal && counted) round.keyAttempts.set(inviteId, (round.keyAttempts.get(inviteId) ?? 1) - 1);
+    return refusal;
   }
 
   /**
    * The validator's refusal of an enrolled key without asking the registry: what this call learned
-   * already, then the round's cap on refusals in the handler (see `maxKeyRefusalsPerRound`).
+   * already, then the round's cap on its invite's attempts in the handler (see `maxKeyAttemptsPerInvite`).
    */
   private knownKeyRefusal(round: ApprovalRound, key: VerifiedKey): KnownKeyRefusal | undefined {
     const learned = this.learnedKeys.refusal(key);
     if (learned) return learned;
-    if (round.keyRefusals >= maxKeyRefusalsPerRound && !this.learnedKeys.isVerifiedEnrolled(key)) {
+    const attempts = round.keyAttempts.get(key.inviteId) ?? 0;
+    if (attempts >= maxKeyAttemptsPerInvite && !this.learnedKeys.isVerifiedEnrolled(key)) {
       return {
         code: 'KEY_UNKNOWN',
         reason:
-          `this round refused ${round.keyRefusals} decisions signed with enrolled keys; it now accepts ` +
-          'only keys already verified enrolled in this call: sign with your approver key file (the CLI) instead',
+          `this round took ${attempts} decisions signed with keys enrolled through invite ${key.inviteId}; ` +
+          'it now accepts only its keys already verified enrolled in this call: sign with your approver ' +
+          'key file (the CLI) instead',
       };
     }
     return undefined;
