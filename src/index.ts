@@ -44,14 +44,28 @@ export type {
   ContractVerdict,
 } from './contracts/contract-diff';
 export { renderContractDiff } from './contracts/contract-report';
+// Recorded answers and output adapters under test (`toolgate contract record` and `contract test`).
+export { parseContractFixture, serializeContractFixture } from './contracts/contract-fixtures';
+export type { ContractFixture } from './contracts/contract-fixtures';
+export { testContractFixture } from './contracts/adapter-verdicts';
+export type { AdapterOutcome, FixtureProblem, FixtureTestResult } from './contracts/adapter-verdicts';
+export { contractWarningKinds } from './contracts/contract-warnings';
+export type { ContractWarning, ContractWarningKind, StaleFixture } from './contracts/contract-warnings';
 
 // Tool implementations: the side of a tool that talks to its backend.
-export { defineToolImplementation } from './tools/define-tool-implementation';
+export { defineToolImplementation, recordingScenarios } from './tools/define-tool-implementation';
 export type {
+  BackendResponse,
+  ExecutionContext,
   ImplementedTool,
+  OutputAdapter,
   RecordedOutcome,
+  RecordingScenario,
+  ScenarioRecording,
   ToolCallContext,
   ToolImplementation,
+  ToolImplementationDefinition,
+  ToolRecordings,
 } from './tools/define-tool-implementation';
 export { toolRejection, transientToolError } from './tools/tool-errors';
 export type { ToolRejection, TransientToolError } from './tools/tool-errors';

@@ -33,8 +33,18 @@ export type RefundKeyRecord =
   | { status: 'refused'; code: string; message: string }
   | { status: 'not-seen' };
 
-/** The answer to a refund request that took effect: `replayed` is true when the key had already been applied and nothing ran again. */
-export type RefundOutcome = { refund: Refund; replayed: boolean };
+/**
+ * The answer to a refund request that took effect: `replayed` is true when the key had already been
+ * applied and nothing ran again; `response` is the service's answer as it came.
+ */
+export type RefundOutcome = { refund: Refund; replayed: boolean; response: OrdersResponse };
+
+/**
+ * The service's answer as it came, before this client reads it: the status (null when no answer
+ * arrived), the body (parsed JSON, else the text, else null) and, without an answer, why. It is what
+ * the orders tools' output adapters map and what `toolgate contract record` writes into a fixture.
+ */
+export type OrdersResponse = { status: number | null; body: unknown; error?: string };
 
 /** The fault switches armed for one idempotency key (test helper). */
 export type OrdersFaultSwitches = {
@@ -53,11 +63,14 @@ export class OrdersRejection extends Error {
   /** SCREAMING_SNAKE code from the service, e.g. ORDER_NOT_FOUND, IDEMPOTENCY_CONFLICT. */
   readonly code: string;
   readonly status: number;
+  /** The service's answer as it came. */
+  readonly response: OrdersResponse;
 
-  constructor({ code, message, status }: { code: string; message: string; status: number }) {
+  constructor({ code, message, response }: { code: string; message: string; response: OrdersResponse }) {
     super(message);
     this.code = code;
-    this.status = status;
+    this.status = response.status ?? 0;
+    this.response = response;
   }
 }
 
@@ -69,10 +82,13 @@ export class OrdersUnavailable extends Error {
   readonly code = 'UPSTREAM_UNAVAILABLE' as const;
   /** The HTTP status when the service answered (e.g. 503), null when no answer arrived. */
   readonly status: number | null;
+  /** The service's answer as it came: a 5xx with its body, or no answer (`status` null) and why. */
+  readonly response: OrdersResponse;
 
-  constructor({ message, status, cause }: { message: string; status: number | null; cause?: unknown }) {
+  constructor({ message, response, cause }: { message: string; response: OrdersResponse; cause?: unknown }) {
     super(message, cause === undefined ? undefined : { cause });
-    this.status = status;
+    this.status = response.status;
+    this.response = response;
   }
 }
 
@@ -86,11 +102,14 @@ export class OrdersContractViolation extends Error {
   readonly transient = false as const;
   readonly status: number;
   readonly body: unknown;
+  /** The service's answer as it came. */
+  readonly response: OrdersResponse;
 
   constructor({ message, status, body }: { message: string; status: number; body: unknown }) {
     super(message);
     this.status = status;
     this.body = body;
+    this.response = { status, body };
   }
 }
 
@@ -116,9 +135,28 @@ export function isOrdersUnavailable(error: unknown): error is OrdersUnavailable 
   return typeof error === 'object' && error !== null && (error as { kind?: unknown }).kind === 'unavailable';
 }
 
+/**
+ * The service's answer to `request` as it came, whether this client read it as a success or threw it
+ * as a refusal, an outage (no answer: `status` null) or a contract violation. Any other error is thrown.
+ */
+export async function responseOf(
+  request: () => Promise<{ response: OrdersResponse }>,
+): Promise<OrdersResponse> {
+  try {
+    return (await request()).response;
+  } catch (error) {
+    if (isOrdersRejection(error) || isOrdersUnavailable(error) || isOrdersContractViolation(error)) {
+      return error.response;
+    }
+    throw error;
+  }
+}
+
 /** A typed client for the orders service; it never retries on its own, so the caller decides what a retry means. */
 export type OrdersApiClient = {
   getOrder(input: { orderId: string }): Promise<Order>;
+  /** `GET /orders/:orderId`'s answer as it came, whatever it is; never throws, even when no answer arrives. */
+  getOrderResponse(input: { orderId: string }): Promise<OrdersResponse>;
   refund(input: {
     orderId: string;
     amountCents: number;
@@ -228,6 +266,8 @@ const errorBodySchema = z.object({ code: z.string(), message: z.string() });
 
 type RawResponse = { status: number; headers: Headers; body: unknown };
 
+type Request = { method: 'GET' | 'POST'; path: string; body?: unknown; headers?: Record<string, string> };
+
 /** Creates a client for the orders service at `baseUrl`; every request gives up after `timeoutMs` (default 5000) with OrdersUnavailable. */
 export function createOrdersApiClient({
   baseUrl,
@@ -238,17 +278,13 @@ export function createOrdersApiClient({
 }): OrdersApiClient {
   const root = baseUrl.replace(/\/+$/, '');
 
-  async function send({
+  /** The request's answer as it came, or an OrdersUnavailable (never thrown) saying why none arrived. */
+  async function exchange({
     method,
     path,
     body,
     headers = {},
-  }: {
-    method: 'GET' | 'POST';
-    path: string;
-    body?: unknown;
-    headers?: Record<string, string>;
-  }): Promise<RawResponse> {
+  }: Request): Promise<RawResponse | OrdersUnavailable> {
     let response: Response;
     let text: string;
     try {
@@ -262,8 +298,12 @@ export function createOrdersApiClient({
       text = await response.text();
     } catch (error) {
       const timedOut = error instanceof Error && error.name === 'TimeoutError';
-      throw new OrdersUnavailable({
-        status: null,
+      return new OrdersUnavailable({
+        response: {
+          status: null,
+          body: null,
+          error: timedOut ? `no answer within ${timeoutMs} ms` : describeNetworkError(error),
+        },
         cause: error,
         message: timedOut
           ? `The orders service did not answer ${method} ${path} within ${timeoutMs} ms; whether it took effect is unknown.`
@@ -278,22 +318,29 @@ export function createOrdersApiClient({
         parsed = text;
       }
     }
-    if (response.status >= 500) {
-      const error = errorBodySchema.safeParse(parsed);
+    return { status: response.status, headers: response.headers, body: parsed };
+  }
+
+  /** The request's answer; throws OrdersUnavailable when none arrived or the service answered 5xx. */
+  async function send(request: Request): Promise<RawResponse> {
+    const raw = await exchange(request);
+    if (isOrdersUnavailable(raw)) throw raw;
+    if (raw.status >= 500) {
+      const error = errorBodySchema.safeParse(raw.body);
       throw new OrdersUnavailable({
-        status: response.status,
+        response: { status: raw.status, body: raw.body },
         message: error.success
           ? error.data.message
-          : `The orders service answered ${response.status} on ${method} ${path}.`,
+          : `The orders service answered ${raw.status} on ${request.method} ${request.path}.`,
       });
     }
-    return { status: response.status, headers: response.headers, body: parsed };
+    return raw;
   }
 
   function rejectionFrom(raw: RawResponse): OrdersRejection {
     const error = errorBodySchema.safeParse(raw.body);
     return new OrdersRejection({
-      status: raw.status,
+      response: { status: raw.status, body: raw.body },
       code: error.success ? error.data.code : `HTTP_${raw.status}`,
       message: error.success
         ? error.data.message
@@ -345,6 +392,11 @@ export function createOrdersApiClient({
       return expectSuccess(raw, orderSchema, 'GET /orders/:orderId');
     },
 
+    async getOrderResponse({ orderId }) {
+      const raw = await exchange({ method: 'GET', path: `/orders/${encodeURIComponent(orderId)}` });
+      return isOrdersUnavailable(raw) ? raw.response : { status: raw.status, body: raw.body };
+    },
+
     async refund({ orderId, amountCents, currency, reason, idempotencyKey, credential }) {
       const headers: Record<string, string> = {
         'idempotency-key': idempotencyKey,
@@ -360,6 +412,7 @@ export function createOrdersApiClient({
       return {
         refund,
         replayed: raw.headers.get('idempotent-replayed') === 'true',
+        response: { status: raw.status, body: raw.body },
       };
     },
 

@@ -1,11 +1,13 @@
-import type { ImplementedTool } from 'toolgate';
+import { createServer } from 'node:net';
+import type { z } from 'zod';
+import type { BackendResponse, ImplementedTool } from 'toolgate';
 import { defineToolImplementation, toolRejection, transientToolError } from 'toolgate';
-import type { Order, OrdersApiClient, Refund } from './orders-api-client';
+import type { OrdersApiClient, OrdersResponse, Refund } from './orders-api-client';
 import {
   createOrdersApiClient,
-  isOrdersContractViolation,
   isOrdersRejection,
   isOrdersUnavailable,
+  responseOf,
 } from './orders-api-client';
 import { getOrderContract, refundOrderContract } from './orders-contracts';
 
@@ -24,37 +26,94 @@ async function calling<T>(request: () => Promise<T>): Promise<T> {
   }
 }
 
+/** An order as the service sends it (`GET /orders/:orderId`): what it promises, which recorded answers check. */
+type ServiceOrder = {
+  order_id: string;
+  customer_id: string;
+  total_cents: number;
+  refunded_cents: number;
+  refundable_cents: number;
+  currency: 'BRL' | 'USD';
+  note: string | null;
+};
+
+/** A refund as the service sends it (`POST /orders/:orderId/refunds`), of which the tool shows the model a part. */
+type ServiceRefund = {
+  refund_id: string;
+  order_id: string;
+  amount_cents: number;
+  currency: 'BRL' | 'USD';
+  reason: string;
+  idempotency_key: string;
+  remaining_refundable_cents: number;
+  created_at: string;
+};
+
 /**
- * An executor's request: a success whose body breaks the service's contract took effect, so it is
- * neither retried nor reported as not applied; the body goes up as it came, and toolgate's output
- * contract (step 9) refuses it with OUTPUT_CONTRACT_VIOLATION.
+ * What every answer of the service means before its body is read: no answer or a 5xx is an outage
+ * (transient: retried under the same key, then the key is looked up); a 4xx is a refusal with the
+ * service's code. A 2xx gives its body, read as the service promises it: a field it no longer sends
+ * stays undefined, so the output schema names it (a success took effect: it is never retried).
  */
-async function executing<T, Output>(
-  request: () => Promise<T>,
-  output: (answer: T) => Output,
-): Promise<Output> {
-  let answer: T;
-  try {
-    answer = await request();
-  } catch (error) {
-    if (isOrdersContractViolation(error)) return error.body as Output;
-    throw translateError(error);
+function successBody<Body>(response: BackendResponse): Partial<Body> {
+  const { status, body } = response;
+  const error =
+    typeof body === 'object' && body !== null ? (body as { code?: unknown; message?: unknown }) : {};
+  if (status === null || status >= 500) {
+    throw transientToolError({
+      message:
+        typeof error.message === 'string'
+          ? error.message
+          : status === null
+            ? `The orders service could not be reached (${response.error ?? 'no answer'}); whether it took effect is unknown.`
+            : `The orders service answered ${status}; whether it took effect is unknown.`,
+    });
   }
-  return output(answer);
+  if (status < 200 || status >= 300) {
+    throw toolRejection({
+      code: typeof error.code === 'string' ? error.code : `HTTP_${status}`,
+      message: typeof error.message === 'string' ? error.message : `The orders service answered ${status}.`,
+    });
+  }
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
 }
 
-function orderOutput(order: Order) {
+/**
+ * get_order's output adapter: the service's order, as it came, to the tool's output. Pure; the one
+ * place a rename in the service's order reaches this tool (`toolgate contract test` runs it on the
+ * recorded answers in contract-fixtures/get_order/).
+ */
+export function adaptOrder(input: { response: BackendResponse }): z.output<typeof getOrderContract.output> {
+  const order = successBody<ServiceOrder>(input.response);
   return {
-    order_id: order.orderId,
-    customer_id: order.customerId,
-    total_cents: order.totalCents,
-    refunded_cents: order.refundedCents,
-    refundable_cents: order.refundableCents,
+    order_id: order.order_id,
+    customer_id: order.customer_id,
+    total_cents: order.total_cents,
+    refunded_cents: order.refunded_cents,
+    refundable_cents: order.refundable_cents,
     currency: order.currency,
     note: order.note,
-  };
+  } as z.output<typeof getOrderContract.output>;
 }
 
+/**
+ * refund_order's output adapter: the service's refund, as it came, to the tool's output (the reason
+ * is the model's own, the key and the date mean nothing to it). Pure, like `adaptOrder`.
+ */
+export function adaptRefund(input: {
+  response: BackendResponse;
+}): z.output<typeof refundOrderContract.output> {
+  const refund = successBody<ServiceRefund>(input.response);
+  return {
+    refund_id: refund.refund_id,
+    order_id: refund.order_id,
+    amount_cents: refund.amount_cents,
+    currency: refund.currency,
+    remaining_refundable_cents: refund.remaining_refundable_cents,
+  } as z.output<typeof refundOrderContract.output>;
+}
+
+/** The found refund of a key lookup (read by the client's own schema) as the tool's output. */
 function refundOutput(refund: Refund) {
   return {
     refund_id: refund.refundId,
@@ -66,13 +125,73 @@ function refundOutput(refund: Refund) {
 }
 
 /**
- * The orders tools' implementations, talking to the orders service over HTTP. Refunds carry the
- * call id as idempotency key on every attempt; a lost response is resolved by asking for the key.
+ * Sends a refund through the client's `refund`, the one way it sends one: its outcome, and each error
+ * it throws, carries the service's answer as it came.
+ */
+function requestRefund(
+  client: OrdersApiClient,
+  context: { args: z.output<typeof refundOrderContract.input>; idempotencyKey: string; credential?: string },
+): Promise<OrdersResponse> {
+  const { args, idempotencyKey, credential } = context;
+  return responseOf(() =>
+    client.refund({
+      orderId: args.order_id,
+      amountCents: args.amount_cents,
+      currency: args.currency,
+      reason: args.reason,
+      idempotencyKey,
+      ...(credential !== undefined ? { credential } : {}),
+    }),
+  );
+}
+
+/**
+ * An orders client on a port where nothing listens (bound, then closed, a moment ago): its answers are
+ * what an unreachable backend gives, for the `unavailable` recordings.
+ */
+async function unreachableOrders(): Promise<OrdersApiClient> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 1));
+    });
+  });
+  return createOrdersApiClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 2_000 });
+}
+
+/**
+ * The orders tools' implementations, talking to the orders service over HTTP. Each executes through an
+ * output adapter (`adaptOrder`, `adaptRefund`): the request returns the service's JSON as it came and
+ * the adapter maps it to the tool's output. Refunds carry the call id as idempotency key on every
+ * attempt; a lost response is resolved by asking for the key. The recordings are what `toolgate
+ * contract record` captures from a fresh service (it records reads first, so refunds do not change
+ * them), with the service's URL as their source.
  */
 export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiClient }): ImplementedTool[] {
   const api = input.api ?? createOrdersApiClient({ baseUrl: input.ordersUrl });
+  const source = input.ordersUrl;
   const getOrder = defineToolImplementation(getOrderContract, {
-    execute: async ({ args }) => executing(() => api.getOrder({ orderId: args.order_id }), orderOutput),
+    output: {
+      request: ({ args }) => api.getOrderResponse({ orderId: args.order_id }),
+      adapt: adaptOrder,
+    },
+    recordings: {
+      source,
+      scenarios: {
+        // ORD-1003 has every field filled in, a customer note included.
+        success: { args: { order_id: 'ORD-1003' } },
+        // Nothing refunded, no note: the emptiest order the service answers.
+        empty: { args: { order_id: 'ORD-1002' } },
+        'business-error': { args: { order_id: 'ORD-9999' }, code: 'ORDER_NOT_FOUND' },
+        unavailable: {
+          args: { order_id: 'ORD-1001' },
+          request: async ({ args }) =>
+            (await unreachableOrders()).getOrderResponse({ orderId: args.order_id }),
+        },
+      },
+    },
   });
   const refundOrder = defineToolImplementation(refundOrderContract, {
     check: async ({ args }) => {
@@ -112,19 +231,34 @@ export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiCli
         refundable_after_cents: order.refundableCents - args.amount_cents,
       };
     },
-    execute: async ({ args, idempotencyKey, credential }) =>
-      executing(
-        () =>
-          api.refund({
-            orderId: args.order_id,
-            amountCents: args.amount_cents,
-            currency: args.currency,
-            reason: args.reason,
-            idempotencyKey,
-            ...(credential !== undefined ? { credential } : {}),
-          }),
-        (outcome) => refundOutput(outcome.refund),
-      ),
+    output: { request: (context) => requestRefund(api, context), adapt: adaptRefund },
+    // A refund's success applies a real refund: `toolgate contract record` records these only with
+    // --writes, against a service whose data does not matter (CI starts a fresh one).
+    recordings: {
+      source,
+      // Different on every refund: a re-recording keeps the previous values, so its diff shows real changes.
+      volatile: ['refund_id', 'idempotency_key', 'created_at'],
+      scenarios: {
+        success: { args: { order_id: 'ORD-1001', amount_cents: 2590, currency: 'BRL', reason: 'damaged' } },
+        // The whole balance of ORD-1002: nothing is left to refund after it.
+        empty: {
+          args: { order_id: 'ORD-1002', amount_cents: 4500, currency: 'USD', reason: 'not_delivered' },
+        },
+        'business-error': {
+          args: {
+            order_id: 'ORD-1001',
+            amount_cents: 99_999_999,
+            currency: 'BRL',
+            reason: 'customer_request',
+          },
+          code: 'AMOUNT_EXCEEDS_REFUNDABLE',
+        },
+        unavailable: {
+          args: { order_id: 'ORD-1001', amount_cents: 2590, currency: 'BRL', reason: 'damaged' },
+          request: async (context) => requestRefund(await unreachableOrders(), context),
+        },
+      },
+    },
     // The service records business refusals under the key too, so a refusal whose answer was lost
     // keeps its domain code instead of passing for an outage.
     findApplied: async ({ idempotencyKey }) => {

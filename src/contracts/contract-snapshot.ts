@@ -462,7 +462,15 @@ export function parseContractSnapshot(
  * review shows only what changed. Ends with a newline.
  */
 export function serializeContractSnapshot(snapshot: ContractSnapshot): string {
-  return `${layout({ value: snapshot, indent: '', prefix: '', suffix: '' })}\n`;
+  return layoutJson(snapshot);
+}
+
+/**
+ * Any JSON value as `serializeContractSnapshot` lays out a snapshot: objects one key a line, short
+ * lists of scalars on one line, keys in the value's own order; ends with a newline.
+ */
+export function layoutJson(value: unknown): string {
+  return `${layout({ value, indent: '', prefix: '', suffix: '' })}\n`;
 }
 
 const printWidth = 80;
