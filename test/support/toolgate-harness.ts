@@ -161,7 +161,8 @@ export async function startHarness(input: {
     const minter = createCredentialMinter({
       privateKey: readPrivateKey(minterKeys.privateKey),
       policy: () => minterPolicy,
-      approverKeyStatus: (keyId) => readApproverKeyStatus({ client: registryClient, taskQueue, keyId, audit }),
+      approverKeyStatus: (keyId) =>
+        readApproverKeyStatus({ client: registryClient, taskQueue, keyId, audit }),
     });
     let tools: readonly ImplementedTool[] = [
       ...createOrdersTools({
