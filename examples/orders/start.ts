@@ -3,9 +3,9 @@
 // the approvals console, the last in a process of its own that is given no private key.
 // Ctrl-C stops them all.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
@@ -224,7 +224,7 @@ export interface ConsoleProcessPlan {
   args: string[];
   /** Its whole environment: none of this process's variables but the few a Node program needs. */
   env: Record<string, string>;
-  /** Its working folder: the one the plan wrote its policy to, and nothing else. */
+  /** Its working folder: the one the plan wrote its policy (and its link to the audit store) to. */
   cwd: string;
 }
 
@@ -233,7 +233,8 @@ export interface ConsoleProcessPlan {
  * `console-policy.json` to `directory`, the workers' policy with every key inline as its public half
  * (so the console needs no keys folder), and names only that file, the audit store (the history page
  * reads it; relayed decisions are logged to it), the Temporal address, namespace and task queue, and
- * where to listen. No config (which names the keys folder), no private key, no inherited environment.
+ * where to listen. No config (which names the keys folder), no private key, no inherited environment;
+ * and Node's permission model keeps it from reading what it is not given (`consolePermissions`).
  */
 export function consoleProcessPlan(input: {
   policy: LoadedPolicy;
@@ -254,17 +255,37 @@ export function consoleProcessPlan(input: {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }
+  const auditLink =
+    input.auditPath !== undefined
+      ? linkAuditStore({ directory: input.directory, auditPath: input.auditPath })
+      : undefined;
+  const consoleEntry = [
+    `require(${JSON.stringify(join(projectRoot, 'src', 'index.ts'))})`,
+    '.runCli(process.argv.slice(1))',
+    '.then((code) => { process.exitCode = code; }, (error) => {',
+    ' process.stderr.write(String(error && error.stack || error) + "\\n"); process.exitCode = 1; });',
+  ].join('');
+  // tsx compiles in memory instead of keeping a cache in the temporary folder, which it may not write.
+  env.TSX_DISABLE_CACHE = '1';
   return {
     command: process.execPath,
     args: [
+      ...consolePermissions({
+        policyPath,
+        ...(auditLink !== undefined ? { auditFolder: dirname(auditLink) } : {}),
+      }),
       '--import',
       tsx,
       '--conditions=toolgate-source',
-      resolve(projectRoot, 'scripts/toolgate-from-source.ts'),
+      // What scripts/toolgate-from-source.ts does, with the package entry named by its path: resolving
+      // `toolgate` by name would have Node look for package.json in the repository's folder, which the
+      // permission model only allows by allowing the whole repository.
+      '--eval',
+      consoleEntry,
       'console',
       '--policy',
       policyPath,
-      ...(input.auditPath !== undefined ? ['--audit', input.auditPath] : []),
+      ...(auditLink !== undefined ? ['--audit', auditLink] : []),
       '--address',
       input.temporal.address,
       '--namespace',
@@ -281,6 +302,59 @@ export function consoleProcessPlan(input: {
     env,
     cwd: input.directory,
   };
+}
+
+/**
+ * Node's permission model for the console process: it may read its own code (src/, node_modules/
+ * and package.json), its policy and the audit store, and write the audit store only.
+ * Not the keys folder, not the repository as a whole, not /proc (another process's environment).
+ * A seat belt against a console bug or a compromised dependency reaching for a key, not a sandbox:
+ * native addons (better-sqlite3) run outside it. A separate OS user is the boundary in production.
+ */
+export function consolePermissions(input: {
+  policyPath: string;
+  auditFolder?: string | undefined;
+}): string[] {
+  // Node 22.13 and later name it --permission; Node 20 knows it as --experimental-permission.
+  const flag = process.allowedNodeEnvironmentFlags.has('--permission')
+    ? '--permission'
+    : '--experimental-permission';
+  const auditFolder = input.auditFolder === undefined ? [] : [resolve(input.auditFolder) + sep];
+  const reads = [
+    join(projectRoot, 'src') + sep,
+    join(projectRoot, 'node_modules') + sep,
+    join(projectRoot, 'package.json'),
+    resolve(input.policyPath),
+    ...auditFolder,
+  ];
+  return [
+    flag,
+    // The permission model's start-up warnings (experimental; addons run outside it) are said once,
+    // in the README, not on every start.
+    '--disable-warning=ExperimentalWarning',
+    '--disable-warning=SecurityWarning',
+    // better-sqlite3, the audit store, is a native addon.
+    '--allow-addons',
+    // tsx's module hooks run in a worker thread, which is held to the same permissions.
+    '--allow-worker',
+    ...reads.map((path) => `--allow-fs-read=${path}`),
+    ...auditFolder.map((path) => `--allow-fs-write=${path}`),
+  ];
+}
+
+/**
+ * The audit store as the console process opens it: a link in a folder of its own, `<directory>/audit`,
+ * to the one the workers write. The store makes sure its folder exists, which the permission model
+ * counts as writing that folder: the workers' folder (.toolgate) holds the keys, the link's holds the
+ * link alone. SQLite follows the link, so its -wal and -shm files are the workers' ones.
+ */
+function linkAuditStore(input: { directory: string; auditPath: string }): string {
+  const folder = join(input.directory, 'audit');
+  mkdirSync(folder, { recursive: true });
+  const link = join(folder, basename(input.auditPath));
+  rmSync(link, { force: true });
+  symlinkSync(resolve(input.auditPath), link);
+  return link;
 }
 
 /** The workers' policy file with every key inline (`ed25519:<hex>`): public halves only, no file to read. */

@@ -14,9 +14,15 @@ import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../admin
 import type { AuditStore } from '../audit/audit-store';
 import { authorityOf, defaultAllowedOrigins, isLoopbackHost, originAllowed } from '../mcp/http-access';
 import type { SignedDecision } from '../shared/approval';
-import type { ApproverKeyView } from '../shared/approver-keys';
-import { isSignedEnrolment, verifyKeyChain } from '../shared/approver-keys';
-import type { ConsoleRefusalCode } from '../shared/codes';
+import type { ApproverKeysView, ApproverKeyView } from '../shared/approver-keys';
+import {
+  inviteStatusIn,
+  isSignedEnrolment,
+  memoisedKeyChainVerifier,
+  verifyEnrolment,
+  verifyKeyChain,
+} from '../shared/approver-keys';
+import type { ConsoleRefusalCode, RegistryRefusalCode } from '../shared/codes';
 import { isSignedDecision } from '../shared/decision-rules';
 import { ownValue } from '../shared/own-records';
 import { verifySignature } from '../shared/signatures';
@@ -39,6 +45,7 @@ import {
 import type { ConsolePolicy } from './console-policy';
 import type { ConsoleSession } from './console-sessions';
 import { createSessionStore } from './console-sessions';
+import { createRateLimiter } from './rate-limit';
 import { createSharedCache } from './shared-cache';
 
 /** How to start the approvals console. */
@@ -69,6 +76,12 @@ export interface ApprovalsConsoleOptions {
   challengeTtlMs?: number;
   /** How many pending calls the queue shows, newest first (default 50); it says how many wait in all. */
   queueLimit?: number;
+  /**
+   * The routes that need no session and read the registry (answering a sign-in challenge, the
+   * enrolment page and posting an enrolment): how many requests one remote address may
+   * send at once (`burst`, default 60) and a second after that (`perSecond`, default 20); beyond, 429.
+   */
+  unauthenticatedRateLimit?: { burst: number; perSecond: number };
   log?: (line: string) => void;
 }
 
@@ -181,6 +194,7 @@ function createConsoleApp(input: {
   sessionTtlMs?: number;
   challengeTtlMs?: number;
   queueLimit?: number;
+  unauthenticatedRateLimit?: { burst: number; perSecond: number };
   log: (line: string) => void;
   assets: Map<string, { type: string; body: string }>;
   allowedOrigins: () => ReadonlySet<string>;
@@ -198,6 +212,47 @@ function createConsoleApp(input: {
 
   const refuse = (c: Context, status: ContentfulStatusCode, code: ConsoleRefusalCode, message: string) =>
     c.json({ accepted: false, code, message: `${code}: ${message}` }, status);
+  /** A refusal the registry would have answered, given before relaying anything to it. */
+  const refuseAsRegistry = (c: Context, code: RegistryRefusalCode, message: string) =>
+    c.json({ accepted: false, code, message: `${code}: ${message}` }, 409);
+
+  // The registry as the routes without a session read it: one listing shared by every request, at
+  // most `maxAgeMs` old. An invite or key not in a view up to a second old is looked for in one at
+  // most 100 ms old, so a flood of made-up ids costs the registry ten queries a second at most, and
+  // an invite made a moment ago is still found.
+  let registryView: { at: number; view: Promise<ApproverKeysView> } | undefined;
+  const viewOfRegistry = (maxAgeMs: number): Promise<ApproverKeysView> => {
+    if (registryView && Date.now() - registryView.at <= maxAgeMs) return registryView.view;
+    const loading = { at: Date.now(), view: listApproverKeys(registry) };
+    registryView = loading;
+    loading.view.catch(() => {
+      if (registryView === loading) registryView = undefined;
+    });
+    return loading.view;
+  };
+  const freshViewUnless = async (found: (view: ApproverKeysView) => boolean): Promise<ApproverKeysView> => {
+    const view = await viewOfRegistry(1000);
+    return found(view) ? view : viewOfRegistry(100);
+  };
+  const verifyChain = memoisedKeyChainVerifier();
+
+  // The routes that need no session, per remote address: a token bucket each.
+  const limiter = createRateLimiter(input.unauthenticatedRateLimit ?? { burst: 60, perSecond: 20 });
+  const rateLimited: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
+    const verdict = limiter.take(remoteAddressOf(c));
+    if (verdict.ok) return next();
+    log(`refused ${c.req.method} ${c.req.path}: too many requests from ${remoteAddressOf(c)}`);
+    c.header('Retry-After', String(verdict.retryAfterSeconds));
+    // The code belongs in consoleRefusalCodes (src/shared/codes.ts); until it is there, it is written here.
+    return c.json(
+      {
+        accepted: false,
+        code: 'RATE_LIMITED',
+        message: 'RATE_LIMITED: too many requests; try again shortly',
+      },
+      429,
+    );
+  };
 
   app.use(async (c, next) => {
     await next();
@@ -237,6 +292,10 @@ function createConsoleApp(input: {
   app.use(
     bodyLimit({ maxSize: 64 * 1024, onError: (c) => refuse(c, 413, 'BAD_REQUEST', 'the body is too large') }),
   );
+
+  // A challenge costs a MAC and stores nothing; answering one, and enrolling, read the registry.
+  app.post('/login', rateLimited);
+  app.use('/enrol/*', rateLimited);
 
   app.get('/assets/:name', (c) => {
     const asset = input.assets.get(c.req.param('name'));
@@ -457,6 +516,31 @@ function createConsoleApp(input: {
     if (challenge.origin !== origin) return invalid('the challenge was issued to another origin');
     const grant = ownValue(policy.approvers, challenge.approver);
     if (!grant) return invalid(`the policy names no approver ${challenge.approver}`);
+    // The signature first, against the shared view of the registry: an unsigned or forged answer
+    // costs no registry query of its own.
+    const seen = (
+      await freshViewUnless((view) => view.keys.some((key) => key.keyId === challenge.keyId))
+    ).keys.find((key) => key.keyId === challenge.keyId);
+    if (!seen) return refuse(c, 401, 'KEY_UNKNOWN', 'this key is not enrolled');
+    const seenChain = verifyChain({
+      chain: { invite: seen.invite, enrolment: seen.enrolment },
+      operators: policy.operators,
+      approver: challenge.approver,
+    });
+    if (!seenChain.ok) {
+      return invalid(`the key's chain does not hold for ${challenge.approver}: ${seenChain.reason}`);
+    }
+    if (
+      !verifySignature({
+        kind: 'login',
+        value: challenge,
+        signature,
+        publicKeyHex: seenChain.key.publicKeyHex,
+      })
+    ) {
+      return invalid("the challenge is not signed with the approver's enrolled key");
+    }
+    // Then the registry's answer now, cross-checked with the audit store: revoked since, or never.
     const status = await readApproverKeyStatus({ ...registry, keyId: challenge.keyId });
     if (status.status === 'unknown') return refuse(c, 401, 'KEY_UNKNOWN', 'this key is not enrolled');
     if (status.status === 'revoked') return refuse(c, 401, 'KEY_REVOKED', 'this key was revoked');
@@ -494,7 +578,9 @@ function createConsoleApp(input: {
 
   app.get('/enrol/:inviteId', async (c) => {
     const inviteId = c.req.param('inviteId');
-    const view = await listApproverKeys(registry);
+    const view = await freshViewUnless(
+      (candidate) => inviteStatusIn(candidate, inviteId, Date.now()).status !== 'unknown',
+    );
     const held = view.invites.find((candidate) => candidate.invite.invite.inviteId === inviteId);
     const used = held?.usedBy !== undefined || view.keys.some((key) => key.inviteId === inviteId);
     const expired = held !== undefined && Date.parse(held.invite.invite.expiresAt) <= Date.now();
@@ -517,8 +603,23 @@ function createConsoleApp(input: {
     if (!isSignedEnrolment(enrolment) || enrolment.enrolment.inviteId !== c.req.param('inviteId')) {
       return refuse(c, 400, 'BAD_REQUEST', 'expected {enrolment} signed for this invite');
     }
+    // Checked first against the shared view: an unknown, used or expired invite, or an enrolment its
+    // invite's key did not sign, is refused without a registry update (nor an audit record).
+    const inviteId = enrolment.enrolment.inviteId;
+    const view = await freshViewUnless(
+      (candidate) => inviteStatusIn(candidate, inviteId, Date.now()).status !== 'unknown',
+    );
+    const invite = inviteStatusIn(view, inviteId, Date.now());
+    if (invite.status === 'unknown') return refuseAsRegistry(c, 'INVITE_UNKNOWN', 'no such invite');
+    if (invite.status === 'used') return refuseAsRegistry(c, 'INVITE_USED', 'this invite was used');
+    if (invite.status === 'expired') return refuseAsRegistry(c, 'INVITE_EXPIRED', 'this invite has expired');
+    const held = view.invites.find((candidate) => candidate.invite.invite.inviteId === inviteId);
+    const verdict = held ? verifyEnrolment({ invite: held.invite.invite, enrolment }) : undefined;
+    if (verdict && !verdict.ok) return refuseAsRegistry(c, 'SIGNATURE_INVALID', verdict.reason);
     // Relayed as signed: the registry checks both signatures and that the invite is unused.
     const outcome = await sendEnrolment({ ...registry, enrolment });
+    // The registry changed (or said why not): the next page or sign-in reads it afresh.
+    registryView = undefined;
     log(
       `relayed an enrolment for ${enrolment.enrolment.approver}: ${outcome.accepted ? 'accepted' : outcome.code}`,
     );
@@ -531,6 +632,12 @@ function createConsoleApp(input: {
     return c.text('The console could not answer; see its log.', 500);
   });
   return app;
+}
+
+/** The address the request came from (the TCP peer: a reverse proxy's, behind one). */
+function remoteAddressOf(c: Context): string {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return env?.incoming?.socket?.remoteAddress ?? 'unknown';
 }
 
 /** The request's JSON object body, or undefined when it is not one. */

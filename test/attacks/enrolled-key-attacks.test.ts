@@ -1,7 +1,7 @@
 import { createPrivateKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type {
   ApproverKeysView,
@@ -399,6 +399,8 @@ describe('a console server, given every file it can read, cannot produce a decis
     const options = plan.args.slice(plan.args.indexOf('console') + 1);
     const named = options
       .filter((argument) => isAbsolute(argument) && existsSync(argument))
+      // The audit store is named through a link in its own folder (the permission model's grant).
+      .map((path) => realpathSync(path))
       .flatMap((path) => [path, `${path}-wal`, `${path}-shm`])
       .filter((path) => existsSync(path));
     const files = new Set([...named.flatMap(filesUnder), ...filesUnder(plan.cwd)]);
@@ -450,6 +452,16 @@ describe('a console server, given every file it can read, cannot produce a decis
     const plan = harnessConsolePlan(harness);
     try {
       const known = await consoleServerKnowledge(plan, [earlier.callId, target.callId]);
+      // Node's permission model lets it read its code and, besides, its own folder alone (its policy
+      // and the link to the audit store): what this search covers.
+      const root = resolve(__dirname, '..', '..');
+      const code = [join(root, 'src') + sep, join(root, 'node_modules') + sep, join(root, 'package.json')];
+      const grants = plan.args
+        .filter((argument) => argument.startsWith('--allow-fs-read='))
+        .map((argument) => argument.slice('--allow-fs-read='.length));
+      expect(
+        grants.filter((path) => !code.includes(path) && relative(plan.cwd, path).startsWith('..')),
+      ).toEqual([]);
       // It reads its policy and the audit store, and nothing in the keys folder.
       expect(known.files).toContain(join(plan.cwd, 'console-policy.json'));
       expect(known.files).toContain(harnessAuditPath(harness));

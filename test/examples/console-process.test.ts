@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { keyPaths } from 'toolgate';
 import type { ConsoleProcess, ConsoleProcessPlan } from '../../examples/orders/start';
 import { startConsoleProcess } from '../../examples/orders/start';
 import { approvalHelpers } from '../support/approval-helpers';
@@ -43,7 +45,7 @@ describe('the approvals console in a process of its own', () => {
     // Its environment is a handful of variables a Node program needs, none of npm start's.
     expect(
       Object.keys(planned.env).every((name) =>
-        ['PATH', 'TMPDIR', 'TEMP', 'TMP', 'SYSTEMROOT', 'LANG', 'TZ'].includes(name),
+        ['PATH', 'TMPDIR', 'TEMP', 'TMP', 'SYSTEMROOT', 'LANG', 'TZ', 'TSX_DISABLE_CACHE'].includes(name),
       ),
     ).toBe(true);
     // No argument names the keys folder, the config, or a private key file.
@@ -52,8 +54,10 @@ describe('the approvals console in a process of its own', () => {
       expect(argument).not.toMatch(/\.key$|toolgate\.config/);
     }
     expect(planned.args).toContain('--exit-with-parent');
-    // Its folder holds its policy alone, every key in it a public half written inline.
-    expect(readdirSync(planned.cwd)).toEqual(['console-policy.json']);
+    // Its folder holds its policy, every key in it a public half written inline, and a folder holding
+    // its link to the audit store.
+    expect(readdirSync(planned.cwd).sort()).toEqual(['audit', 'console-policy.json']);
+    expect(readdirSync(join(planned.cwd, 'audit'))).toEqual(['audit.sqlite']);
     const policy = JSON.parse(readFileSync(`${planned.cwd}/console-policy.json`, 'utf8')) as Record<
       string,
       Record<string, { publicKey: string }>
@@ -92,6 +96,84 @@ describe('the approvals console in a process of its own', () => {
     expect(lines).toContain('the approvals console stopped (exit 0)');
     expect(running(approvals.pid)).toBe(false);
     expect(lines.join('\n')).not.toMatch(/error/i);
+  });
+
+  it('cannot read the private keys, the config or its parent’s environment, and still serves its pages', async () => {
+    const planned = plan();
+    // Under Node's permission model: reads of its code, its policy and the audit store; writes of the
+    // audit store only. Never the keys folder, nor the repository as a whole.
+    expect(planned.args).toContain('--allow-addons');
+    const reads = planned.args.filter((argument) => argument.startsWith('--allow-fs-read='));
+    const writes = planned.args.filter((argument) => argument.startsWith('--allow-fs-write='));
+    expect(reads.length).toBeGreaterThan(0);
+    const root = resolve(__dirname, '..', '..');
+    for (const argument of [...reads, ...writes]) {
+      const path = argument.slice(argument.indexOf('=') + 1);
+      expect(path).not.toContain(harness.keysDirectory);
+      expect(resolve(path)).not.toBe(root);
+      expect(path).not.toContain('*');
+    }
+    expect(writes).toEqual([`--allow-fs-write=${join(planned.cwd, 'audit')}/`]);
+
+    // Code in the console process (a preload, run with the very flags the plan gives) reaches for what
+    // a compromised dependency would: Alice's and Olivia's private keys, the config and the parent's
+    // environment, and tries to plant a file in the keys folder.
+    const targets = {
+      alice: keyPaths({ directory: harness.keysDirectory, owner: { kind: 'approver', name: 'alice' } })
+        .privateKey,
+      olivia: keyPaths({ directory: harness.keysDirectory, owner: { kind: 'operator', name: 'olivia' } })
+        .privateKey,
+      config: join(root, 'toolgate.config.ts'),
+      keysFolder: harness.keysDirectory,
+    };
+    const preload = `
+      import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+      const targets = ${JSON.stringify(targets)};
+      const attempt = (run) => { try { run(); return 'read'; } catch (error) { return error.code; } };
+      const reach = {
+        alice: attempt(() => readFileSync(targets.alice, 'utf8')),
+        olivia: attempt(() => readFileSync(targets.olivia, 'utf8')),
+        config: attempt(() => readFileSync(targets.config, 'utf8')),
+        keysFolder: attempt(() => readdirSync(targets.keysFolder)),
+        parentEnvironment: attempt(() => readFileSync('/proc/' + process.ppid + '/environ', 'latin1')),
+        ownEnvironment: attempt(() => readFileSync('/proc/self/environ', 'latin1')),
+        plant: attempt(() => writeFileSync(targets.alice + '.planted', 'x')),
+      };
+      process.stdout.write('reach ' + JSON.stringify(reach) + '\\n');`;
+    const withPreload: ConsoleProcessPlan = {
+      ...planned,
+      args: [
+        ...planned.args.slice(0, planned.args.indexOf('--eval')),
+        '--import',
+        `data:text/javascript,${encodeURIComponent(preload)}`,
+        ...planned.args.slice(planned.args.indexOf('--eval')),
+      ],
+    };
+    const lines: string[] = [];
+    const approvals = await startConsoleProcess({ plan: withPreload, log: (line) => lines.push(line) });
+    try {
+      const reached = lines.find((line) => line.startsWith('[console] reach '));
+      expect(reached).toBeDefined();
+      expect(JSON.parse(reached!.slice('[console] reach '.length))).toEqual({
+        alice: 'ERR_ACCESS_DENIED',
+        olivia: 'ERR_ACCESS_DENIED',
+        config: 'ERR_ACCESS_DENIED',
+        keysFolder: 'ERR_ACCESS_DENIED',
+        parentEnvironment: 'ERR_ACCESS_DENIED',
+        ownEnvironment: 'ERR_ACCESS_DENIED',
+        plant: 'ERR_ACCESS_DENIED',
+      });
+      // And the console still does its work: its sign-in page, and an enrolment and sign-in that
+      // read the policy and write the audit store.
+      const page = await fetch(`${approvals.url}/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<html');
+      const alice = new ConsoleVisitor(approvals.url, 'alice');
+      await alice.enrol(harness);
+      expect(await alice.login()).toMatchObject({ status: 200, body: { ok: true } });
+    } finally {
+      await approvals.stop();
+    }
   });
 
   it('stops on its own when the process that started it goes away (its standard input closes)', async () => {
