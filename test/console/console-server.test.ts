@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyChainOf, revokeApproverKey, signValue } from 'toolgate';
+import { approverKeysWorkflowId, keyChainOf, revokeApproverKey, signValue } from 'toolgate';
 import { digestOf } from 'toolgate/backend';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
@@ -281,6 +281,14 @@ describe('the queue and a call', () => {
     const page = await (await visitor('carol').request(`/calls/${pending.callId}`)).text();
     expect(page).toContain('you operate support-bot: approving its own calls would be self-approval');
     expect(page).toMatch(/id="approve" disabled/);
+  });
+
+  it('answers CALL_NOT_FOUND, never a server error, for a workflow that is not a call (the key registry, a made-up id)', async () => {
+    for (const id of [approverKeysWorkflowId(harness.taskQueue), `tc-${'0'.repeat(64)}`, 'anything']) {
+      const response = await visitor('alice').request(`/calls/${encodeURIComponent(id)}`);
+      expect(response.status).toBe(404);
+      expect(await response.text()).toContain(`CALL_NOT_FOUND: no call ${id} is visible to you.`);
+    }
   });
 });
 
