@@ -42,17 +42,26 @@ import { useHarness } from '../support/use-harness';
 
 let harness: ToolGateHarness;
 
-/** A gate on the orders client's reads: armed, the next read waits until the test releases it. */
-const gate: { armed: boolean; held?: () => void; release?: () => void } = { armed: false };
+/**
+ * A gate on the orders client's reads of one order: armed, every read of `orderId` (a retried attempt
+ * too) waits until the test releases it; reads of other orders (a call of an earlier test still
+ * verifying) pass. `held` is told when the first read arrives.
+ */
+const gate: { armed: boolean; orderId?: string; held?: () => void; release?: () => void } = { armed: false };
+let gateOpened: Promise<void> | undefined;
 const gatedReads = (api: OrdersApiClient): OrdersApiClient => ({
   ...api,
   getOrder: async (request) => {
-    if (gate.armed) {
-      gate.armed = false;
-      await new Promise<void>((release) => {
-        gate.release = release;
-        gate.held?.();
+    if (gate.armed && request.orderId === gate.orderId) {
+      gateOpened ??= new Promise<void>((release) => {
+        gate.release = () => {
+          gate.armed = false;
+          gateOpened = undefined;
+          release();
+        };
       });
+      gate.held?.();
+      await gateOpened;
     }
     return api.getOrder(request);
   },
@@ -356,9 +365,11 @@ describe('decisions signed with an enrolled key', () => {
 
   it('the minter refuses to mint when the key was revoked between approval and execution', async () => {
     const key = await enrolled('alice');
-    const pending = await proposeRefund();
+    // An order no other test of this file refunds, so the gate holds this call's re-check and no other read.
+    const pending = await proposeRefund({ order_id: 'ORD-1002', currency: 'USD' });
     // The approval is accepted; the call then re-checks the order (step 7b), held here while Olivia revokes.
     const held = new Promise<void>((resolve) => (gate.held = resolve));
+    gate.orderId = 'ORD-1002';
     gate.armed = true;
     expect(
       await harness.admin.decide({
