@@ -284,16 +284,26 @@ type RecordedStep =
       changes: ShapeChange[];
     };
 
+/** The configured tools' implementations, or undefined (said on stderr) when `--tool` names one that is not configured. */
+async function namedTools(input: {
+  config: ReturnType<typeof configOf>;
+  only: readonly string[] | undefined;
+  command: string;
+  output: CliOutput;
+}): Promise<Awaited<ReturnType<ReturnType<typeof configOf>['implementations']>> | undefined> {
+  const tools = await input.config.implementations();
+  const unknown = (input.only ?? []).filter((name) => !tools.some((tool) => tool.contract.name === name));
+  if (!unknown.length) return tools;
+  input.output.error(`toolgate contract ${input.command}: no configured tool is named ${unknown.join(', ')}`);
+  return undefined;
+}
+
 async function recordCommand(input: { options: RecordOptions; output: CliOutput }): Promise<number> {
   const { options, output } = input;
   const config = configOf(options);
   const directory = fixturesPath({ config, given: options.fixtures });
-  const tools = await config.implementations();
-  const unknown = (options.tool ?? []).filter((name) => !tools.some((tool) => tool.contract.name === name));
-  if (unknown.length) {
-    output.error(`toolgate contract record: no configured tool is named ${unknown.join(', ')}`);
-    return 2;
-  }
+  const tools = await namedTools({ config, only: options.tool, command: 'record', output });
+  if (!tools) return 2;
   const plan = recordingPlan({
     tools,
     writes: options.writes === true,
@@ -379,12 +389,8 @@ async function testCommand(input: { options: TestOptions; output: CliOutput }): 
   const { options, output } = input;
   const config = configOf(options);
   const directory = fixturesPath({ config, given: options.fixtures });
-  const tools = await config.implementations();
-  const unknown = (options.tool ?? []).filter((name) => !tools.some((tool) => tool.contract.name === name));
-  if (unknown.length) {
-    output.error(`toolgate contract test: no configured tool is named ${unknown.join(', ')}`);
-    return 2;
-  }
+  const tools = await namedTools({ config, only: options.tool, command: 'test', output });
+  if (!tools) return 2;
   const chosen = (name: string): boolean => options.tool === undefined || options.tool.includes(name);
   const byName = new Map(tools.map((tool) => [tool.contract.name, tool]));
   const folder = readFixtureFolder(directory);
