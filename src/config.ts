@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
+import { defaultFixturesDirectoryName } from './contracts/contract-fixtures';
+import { defaultMaxFixtureAge, parseAge } from './contracts/contract-warnings';
 import type { NotificationsConfig } from './notifications/notification-config';
 import { ConfigurationError } from './policy/load-policy';
 import type { ImplementedTool } from './tools/define-tool-implementation';
@@ -34,6 +36,20 @@ export interface ToolGateConfig {
    * delay, and told how it ended. Checked at a worker's start-up; secrets come from the environment.
    */
   notifications?: NotificationsConfig;
+  /**
+   * The contract checks (`toolgate contract`, `toolgate eval`): the committed snapshot (default
+   * `toolgate.contracts.json`) and the recorded answers (default `contract-fixtures/`), relative to the
+   * config file, and the age past which `contract check` and `contract test` warn that a fixture must
+   * be recorded again (`12h`, `30d`, `2w`; default `30d`). A command's flag overrides each.
+   */
+  contracts?: ContractsConfig;
+}
+
+/** Where the contract checks keep their files, and how old a recorded answer may grow. */
+export interface ContractsConfig {
+  snapshotPath?: string;
+  fixturesDirectory?: string;
+  maxFixtureAge?: string;
 }
 
 /** Declares a config with its types checked; returns it unchanged. */
@@ -47,6 +63,7 @@ export interface LoadedConfig extends ToolGateConfig {
   auditPath: string;
   keysDirectory: string;
   mcp: { tokensPath: string; allowedOrigins?: string[]; host?: string; port?: number };
+  contracts: Required<ContractsConfig>;
 }
 
 /**
@@ -81,6 +98,9 @@ export function resolveConfig(input: { config: ToolGateConfig; source: string })
       `config file ${source}: implementations must be a function returning the implementations`,
     );
   }
+  const maxFixtureAge = config.contracts?.maxFixtureAge ?? defaultMaxFixtureAge;
+  const age = parseAge(maxFixtureAge);
+  if (!age.ok) throw new ConfigurationError(`config file ${source}: contracts.maxFixtureAge: ${age.message}`);
   const base = dirname(source);
   const absolute = (path: string): string => (isAbsolute(path) ? path : resolve(base, path));
   return {
@@ -90,6 +110,11 @@ export function resolveConfig(input: { config: ToolGateConfig; source: string })
     auditPath: absolute(config.auditPath ?? '.toolgate/audit.sqlite'),
     keysDirectory: absolute(config.keysDirectory ?? '.toolgate/keys'),
     mcp: { ...config.mcp, tokensPath: absolute(config.mcp?.tokensPath ?? '.toolgate/mcp-tokens.json') },
+    contracts: {
+      snapshotPath: absolute(config.contracts?.snapshotPath ?? 'toolgate.contracts.json'),
+      fixturesDirectory: absolute(config.contracts?.fixturesDirectory ?? defaultFixturesDirectoryName),
+      maxFixtureAge,
+    },
   };
 }
 

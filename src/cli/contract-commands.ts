@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import type { FixtureTestResult } from '../contracts/adapter-verdicts';
@@ -31,11 +31,11 @@ import { recordingScenarios } from '../tools/define-tool-implementation';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { commandAction, configOf } from './cli-context';
 
-/** The snapshot's file name, next to the config file unless `--out` or `--snapshot` says otherwise. */
+/** The snapshot's file name next to the config file, unless the config's `contracts.snapshotPath`, `--out` or `--snapshot` says otherwise. */
 export const defaultSnapshotFileName = 'toolgate.contracts.json';
 
 type SnapshotOptions = GlobalOptions & { out?: string };
-type FixtureAgeOptions = { fixtures?: string; maxFixtureAge: string };
+type FixtureAgeOptions = { fixtures?: string; maxFixtureAge?: string };
 type CheckOptions = GlobalOptions & FixtureAgeOptions & { snapshot?: string; model?: string };
 type RecordOptions = GlobalOptions & {
   fixtures?: string;
@@ -47,14 +47,14 @@ type RecordOptions = GlobalOptions & {
 type TestOptions = GlobalOptions & FixtureAgeOptions & { tool?: string[] };
 
 const contractHelp = `
-The snapshot (default: ${defaultSnapshotFileName} next to your config) is committed with your code.
+The snapshot (default: contracts.snapshotPath in your config, else ${defaultSnapshotFileName} next to it) is committed with your code.
 check compares it with the configured tools and exits:
   0  no change, or only compatible or behavioural ones (behavioural: run the selection suite); warnings
      (fixtures older than --max-fixture-age, a model other than the last full selection run's) never fail it
   1  a breaking change
   2  no snapshot, or one that cannot be read (run toolgate contract snapshot), or a bad config
 
-The fixtures (default: ${defaultFixturesDirectoryName}/ next to your config, <tool>/<scenario>.json) are
+The fixtures (default: contracts.fixturesDirectory, else ${defaultFixturesDirectoryName}/ next to your config; <tool>/<scenario>.json) are
 answers recorded from the running backends by record, committed, and replayed through each tool's
 output adapter by test (exit 1 when one fails, with the field's path).`;
 
@@ -76,7 +76,7 @@ export function addContractCommands(program: Command, context: CliContext): void
     .description(
       "write the configured tools' contracts to the snapshot file (keeps the selection-eval record)",
     )
-    .option('--out <file>', `where to write it (default: ${defaultSnapshotFileName} next to the config)`)
+    .option('--out <file>', `where to write it (default: contracts.snapshotPath in the config)`)
     .action(
       commandAction(context, (_options: unknown, command: Command) => {
         const options = command.optsWithGlobals<SnapshotOptions>();
@@ -123,16 +123,13 @@ export function addContractCommands(program: Command, context: CliContext): void
     .description('compare the committed snapshot with the configured tools; exit 1 on a breaking change')
     .option(
       '--snapshot <file>',
-      `the snapshot to compare with (default: ${defaultSnapshotFileName} next to the config)`,
+      `the snapshot to compare with (default: contracts.snapshotPath in the config)`,
     )
     .option(
       '--model <id>',
       'the model your agent runs (default: $LLM_MODEL); warns when the full set must run',
     )
-    .option(
-      '--fixtures <dir>',
-      `the recorded answers (default: ${defaultFixturesDirectoryName}/ next to the config)`,
-    )
+    .option('--fixtures <dir>', `the recorded answers (default: contracts.fixturesDirectory in the config)`)
     .addOption(maxFixtureAgeOption())
     .action(
       commandAction(context, (_options: unknown, command: Command) => {
@@ -144,7 +141,7 @@ export function addContractCommands(program: Command, context: CliContext): void
         const diff = diffSnapshots(committed.snapshot, snapshotContracts({ tools: config.tools }));
         const folder = readFixtureFolder(fixturesPath({ config, given: options.fixtures }));
         const warnings = [
-          ...fixtureWarnings({ folder, maxAge: options.maxFixtureAge }),
+          ...fixtureWarnings({ folder, maxAge: options.maxFixtureAge ?? config.contracts.maxFixtureAge }),
           ...modelWarnings({
             model: options.model ?? (process.env.LLM_MODEL || undefined),
             lastFullRun: committed.snapshot.selection,
@@ -174,10 +171,7 @@ export function addContractCommands(program: Command, context: CliContext): void
       "record each tool's answers from its running backend as fixtures: a success, an empty result, " +
         'a business error, an unavailable backend (a write only with --writes)',
     )
-    .option(
-      '--fixtures <dir>',
-      `where to write (default: ${defaultFixturesDirectoryName}/ next to the config)`,
-    )
+    .option('--fixtures <dir>', `where to write (default: contracts.fixturesDirectory in the config)`)
     .option(
       '--writes',
       "also record writes' scenarios: real requests that change the backend (use a sandbox, never production)",
@@ -198,10 +192,7 @@ export function addContractCommands(program: Command, context: CliContext): void
       "run each tool's output adapter, then its output schema, on the recorded fixtures; exit 1 on a " +
         'field missing or moved, or an answer mapped to the wrong path (refusal, outage)',
     )
-    .option(
-      '--fixtures <dir>',
-      `the recorded answers (default: ${defaultFixturesDirectoryName}/ next to the config)`,
-    )
+    .option('--fixtures <dir>', `the recorded answers (default: contracts.fixturesDirectory in the config)`)
     .option('--tool <name...>', 'only these tools')
     .addOption(maxFixtureAgeOption())
     .addHelpText('after', testHelp)
@@ -233,19 +224,20 @@ A scenario a tool's recordings declare without a fixture fails too (run toolgate
 Exit codes: 0 every fixture passed; 1 one failed or is missing; 2 bad usage or config, or nothing to test.`;
 
 function maxFixtureAgeOption(): Option {
-  return new Option('--max-fixture-age <age>', 'warn about fixtures recorded longer ago (12h, 30d, 2w)')
-    .default(defaultMaxFixtureAge)
-    .argParser((value: string) => {
-      const age = parseAge(value);
-      if (!age.ok) throw new InvalidArgumentError(`${age.message}.`);
-      return value;
-    });
+  return new Option(
+    '--max-fixture-age <age>',
+    `warn about fixtures recorded longer ago (12h, 30d, 2w; default: contracts.maxFixtureAge in the config, else ${defaultMaxFixtureAge})`,
+  ).argParser((value: string) => {
+    const age = parseAge(value);
+    if (!age.ok) throw new InvalidArgumentError(`${age.message}.`);
+    return value;
+  });
 }
 
-/** `--fixtures` against the working directory, else the default folder next to the config. */
+/** `--fixtures` against the working directory, else the config's `contracts.fixturesDirectory`. */
 function fixturesPath(input: { config: LoadedConfig; given: string | undefined }): string {
   if (input.given !== undefined) return resolve(input.given);
-  return join(dirname(input.config.source), defaultFixturesDirectoryName);
+  return input.config.contracts.fixturesDirectory;
 }
 
 /** The folder's unreadable files and its fixtures older than `maxAge`, as warnings. */
@@ -415,7 +407,10 @@ async function testCommand(input: { options: TestOptions; output: CliOutput }): 
         !tool.implementation.recordings && !results.some((result) => result.tool === tool.contract.name),
     )
     .map((tool) => tool.contract.name);
-  const warnings = fixtureWarnings({ folder, maxAge: options.maxFixtureAge });
+  const warnings = fixtureWarnings({
+    folder,
+    maxAge: options.maxFixtureAge ?? config.contracts.maxFixtureAge,
+  });
   if (results.length === 0 && missing.length === 0 && folder.unreadable.length === 0) {
     output.error(
       `toolgate contract test: nothing to test: no fixtures in ${shown(directory)} and no tool declares recordings; ` +
@@ -529,10 +524,10 @@ function outcomeText(result: FixtureTestResult): string {
   }
 }
 
-/** `--out`/`--snapshot` against the working directory, else the default file next to the config. */
-function snapshotPath(input: { config: LoadedConfig; given: string | undefined }): string {
+/** `--out`/`--snapshot` against the working directory, else the config's `contracts.snapshotPath`. */
+export function snapshotPath(input: { config: LoadedConfig; given: string | undefined }): string {
   if (input.given !== undefined) return resolve(input.given);
-  return join(dirname(input.config.source), defaultSnapshotFileName);
+  return input.config.contracts.snapshotPath;
 }
 
 function readSnapshot(

@@ -22,7 +22,7 @@ import { callerContracts, policyCallers, selectionToolDefinitions } from '../eva
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { commandAction, configOf } from './cli-context';
 // The snapshot `toolgate contract snapshot` writes: a passing full run is recorded in it.
-import { defaultSnapshotFileName } from './contract-commands';
+import { defaultSnapshotFileName, snapshotPath } from './contract-commands';
 
 type EvalOptions = GlobalOptions & {
   cases?: string;
@@ -83,7 +83,7 @@ export function addEvalCommand(program: Command, context: CliContext): void {
     .option('--max-spurious-rate <x>', 'threshold, 0 to 1 (default: the case file, else 0.02)', parseRatio)
     .option(
       '--snapshot <file>',
-      `the contract snapshot a passing full run is recorded in, if it exists (default: ${defaultSnapshotFileName} next to the config)`,
+      `the contract snapshot a passing full run is recorded in, if it exists (default: contracts.snapshotPath in the config, else ${defaultSnapshotFileName} next to it)`,
     )
     .addHelpText('after', environmentHelp)
     .action(
@@ -170,13 +170,13 @@ async function evalCommand(input: { options: EvalOptions; context: CliContext })
   });
 
   const record = selectionRecordOf(report);
-  const snapshotPath = resolve(options.snapshot ?? resolve(dirname(config.source), defaultSnapshotFileName));
+  const snapshotFile = snapshotPath({ config, given: options.snapshot });
   let recordedIn: string | null = null;
   if (record) {
-    const written = recordSelectionInSnapshot({ path: snapshotPath, record });
+    const written = recordSelectionInSnapshot({ path: snapshotFile, record });
     if (written.ok) {
-      recordedIn = snapshotPath;
-      output.error(`recorded in ${snapshotPath}: the full set passed with ${record.model} at ${record.at}`);
+      recordedIn = snapshotFile;
+      output.error(`recorded in ${snapshotFile}: the full set passed with ${record.model} at ${record.at}`);
     } else {
       output.error(written.message);
     }

@@ -243,11 +243,11 @@ function createConsoleApp(input: {
     if (verdict.ok) return next();
     log(`refused ${c.req.method} ${c.req.path}: too many requests from ${remoteAddressOf(c)}`);
     c.header('Retry-After', String(verdict.retryAfterSeconds));
-    // The code belongs in consoleRefusalCodes (src/shared/codes.ts); until it is there, it is written here.
+    const code: ConsoleRefusalCode = 'RATE_LIMITED';
     return c.json(
       {
         accepted: false,
-        code: 'RATE_LIMITED',
+        code,
         message: 'RATE_LIMITED: too many requests; try again shortly',
       },
       429,

@@ -94,6 +94,8 @@ export const consoleRefusalCodes = [
   'KEY_UNKNOWN',
   'KEY_REVOKED',
   'BAD_REQUEST',
+  // too many unauthenticated requests from one address (HTTP 429, with Retry-After)
+  'RATE_LIMITED',
 ] as const;
 
 /** A reason the approvals console refused a request. */

@@ -138,6 +138,50 @@ describe('contract check on recorded answers grown old', () => {
     expect(bad.error).toContain('"monthly" is not an age');
   });
 
+  it("takes the snapshot, the fixtures and the age from the config's contracts when no flag is given", async () => {
+    fixturesAged('configured', { success: 10, empty: 3 });
+    snapshotWith('configured-snapshot');
+    const contracts = (maxFixtureAge: string) =>
+      `{ snapshotPath: './configured-snapshot.json', fixturesDirectory: './configured', maxFixtureAge: '${maxFixtureAge}' }`;
+    // A config module is loaded once per process: each variant is a file of its own.
+    const write = (maxFixtureAge: string) => {
+      const configured = join(workspace, `configured-${maxFixtureAge}.config.ts`);
+      writeFileSync(
+        configured,
+        `import base from ${JSON.stringify(join(repository, 'toolgate.config.ts'))};\n` +
+          `export default { ...base, policyPath: ${JSON.stringify(join(repository, 'examples/orders/policy.json'))}, ` +
+          `contracts: ${contracts(maxFixtureAge)} };\n`,
+      );
+      return configured;
+    };
+    const configured = write('1w');
+    const run = await runCliCapturing(['contract', 'check', '--config', configured, '--json']);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.out) as CheckReport & { snapshot: string };
+    expect(report.snapshot).toBe(join(workspace, 'configured-snapshot.json'));
+    expect(report.warnings).toEqual([
+      expect.objectContaining({
+        kind: 'FIXTURES_STALE',
+        maxAge: '1w',
+        fixtures: [expect.objectContaining({ tool: 'get_order', scenario: 'success', ageDays: 10 })],
+      }),
+    ]);
+    // A flag still overrides the config.
+    const flagged = await runCliCapturing([
+      'contract',
+      'check',
+      '--config',
+      configured,
+      '--max-fixture-age',
+      '2',
+      '--json',
+    ]);
+    expect((JSON.parse(flagged.out) as CheckReport).warnings[0]).toMatchObject({ maxAge: '2' });
+    const bad = await runCliCapturing(['contract', 'check', '--config', write('monthly')]);
+    expect(bad.code).toBe(2);
+    expect(bad.error).toContain('contracts.maxFixtureAge: "monthly" is not an age');
+  });
+
   it('warns about a file in the folder that is not a fixture', async () => {
     const fixtures = fixturesAged('broken', { success: 1 });
     writeFileSync(join(fixtures, 'get_order', 'empty.json'), 'not json');
