@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
@@ -23,7 +23,12 @@ import {
   parseAge,
 } from '../contracts/contract-warnings';
 import type { FixtureFolder } from '../contracts/fixture-files';
-import { readFixture, readFixtureFolder, writeFixture } from '../contracts/fixture-files';
+import {
+  fixtureFolderProblem,
+  readFixture,
+  readFixtureFolder,
+  writeFixture,
+} from '../contracts/fixture-files';
 import { recordingPlan, recordScenario } from '../contracts/fixture-recorder';
 import type { LoadedConfig } from '../config';
 import type { ImplementedTool, RecordingScenario } from '../tools/define-tool-implementation';
@@ -82,6 +87,12 @@ export function addContractCommands(program: Command, context: CliContext): void
         const options = command.optsWithGlobals<SnapshotOptions>();
         const config = configOf(options);
         const path = snapshotPath({ config, given: options.out });
+        if (isFolder(path)) {
+          output.error(
+            `toolgate contract snapshot: ${shown(path)} is a folder; name the snapshot file to write`,
+          );
+          return 2;
+        }
         const previous = readSnapshot(path);
         if (!previous.ok && previous.code === 'SNAPSHOT_INVALID') {
           output.error(`replacing ${shown(path)}: ${previous.message}`);
@@ -138,8 +149,11 @@ export function addContractCommands(program: Command, context: CliContext): void
         const path = snapshotPath({ config, given: options.snapshot });
         const committed = readSnapshot(path);
         if (!committed.ok) return refuse({ output, json: options.json === true, path, ...committed });
+        const fixtures = fixturesPath({ config, given: options.fixtures });
+        const problem = fixtureFolderProblem(fixtures);
+        if (problem) return refuseFixtures({ output, command: 'check', problem });
         const diff = diffSnapshots(committed.snapshot, snapshotContracts({ tools: config.tools }));
-        const folder = readFixtureFolder(fixturesPath({ config, given: options.fixtures }));
+        const folder = readFixtureFolder(fixtures);
         const warnings = [
           ...fixtureWarnings({ folder, maxAge: options.maxFixtureAge ?? config.contracts.maxFixtureAge }),
           ...modelWarnings({
@@ -240,6 +254,16 @@ function fixturesPath(input: { config: LoadedConfig; given: string | undefined }
   return input.config.contracts.fixturesDirectory;
 }
 
+/** A fixtures path that cannot be the folder: said once, exit 2. */
+function refuseFixtures(input: { output: CliOutput; command: string; problem: string }): number {
+  input.output.error(`toolgate contract ${input.command}: ${input.problem}; pass --fixtures <folder>`);
+  return 2;
+}
+
+function isFolder(path: string): boolean {
+  return existsSync(path) && statSync(path).isDirectory();
+}
+
 /** The folder's unreadable files and its fixtures older than `maxAge`, as warnings. */
 function fixtureWarnings(input: { folder: FixtureFolder; maxAge: string; now?: Date }): ContractWarning[] {
   const age = parseAge(input.maxAge);
@@ -294,6 +318,8 @@ async function recordCommand(input: { options: RecordOptions; output: CliOutput 
   const { options, output } = input;
   const config = configOf(options);
   const directory = fixturesPath({ config, given: options.fixtures });
+  const problem = fixtureFolderProblem(directory);
+  if (problem) return refuseFixtures({ output, command: 'record', problem });
   const tools = await namedTools({ config, only: options.tool, command: 'record', output });
   if (!tools) return 2;
   const plan = recordingPlan({
@@ -381,6 +407,8 @@ async function testCommand(input: { options: TestOptions; output: CliOutput }): 
   const { options, output } = input;
   const config = configOf(options);
   const directory = fixturesPath({ config, given: options.fixtures });
+  const problem = fixtureFolderProblem(directory);
+  if (problem) return refuseFixtures({ output, command: 'test', problem });
   const tools = await namedTools({ config, only: options.tool, command: 'test', output });
   if (!tools) return 2;
   const chosen = (name: string): boolean => options.tool === undefined || options.tool.includes(name);
@@ -541,7 +569,20 @@ function readSnapshot(
       message: `no contract snapshot at ${shown(path)}: run \`toolgate contract snapshot\` and commit the file`,
     };
   }
-  const parsed = parseContractSnapshot(readFileSync(path, 'utf8'));
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const folder = (error as NodeJS.ErrnoException).code === 'EISDIR';
+    return {
+      ok: false,
+      code: 'SNAPSHOT_INVALID',
+      message: folder
+        ? `${shown(path)} is a folder, not a contract snapshot: name the snapshot file`
+        : `${shown(path)} cannot be read (${(error as Error).message})`,
+    };
+  }
+  const parsed = parseContractSnapshot(text);
   if (parsed.ok) return parsed;
   return {
     ok: false,

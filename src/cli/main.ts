@@ -91,6 +91,21 @@ function createProgram(context: CliContext): Command {
   return program;
 }
 
+/** Node's codes for a file or folder that cannot be used as asked (never a connection's). */
+const fileSystemErrorCodes = new Set([
+  'ENOENT',
+  'EISDIR',
+  'ENOTDIR',
+  'EACCES',
+  'EPERM',
+  'EEXIST',
+  'ENOTEMPTY',
+  'EROFS',
+  'ENOSPC',
+  'ENAMETOOLONG',
+  'ELOOP',
+]);
+
 /** The exit code for what a command threw, after saying what went wrong; rethrows what is a bug. */
 function exitCodeOf(input: { error: unknown; output: CliOutput; options: GlobalOptions }): number {
   const { error, output, options } = input;
@@ -104,6 +119,11 @@ function exitCodeOf(input: { error: unknown; output: CliOutput; options: GlobalO
   if (name === 'WorkflowNotFoundError') {
     output.error(`not found: nothing with that id is visible to you (${(error as Error).message})`);
     return 1;
+  }
+  // A path the user gave that cannot be read or written (missing, a folder, no permission): their fix.
+  if (fileSystemErrorCodes.has(String((error as NodeJS.ErrnoException).code))) {
+    output.error((error as Error).message);
+    return 2;
   }
   if (name === 'TransportError' || /UNAVAILABLE|ECONNREFUSED|Failed to connect/i.test(String(error))) {
     output.error(`cannot reach Temporal at ${addressOf(options)}: is it running? (toolgate dev starts one)`);

@@ -580,3 +580,151 @@ describe('the order of a report', () => {
     ]);
   });
 });
+
+describe('what the plain rules used to miss: unions, defaults, unwritable types, odd names, decimals', () => {
+  const target = (amountDescription: string, ...more: z.ZodObject[]) =>
+    z
+      .discriminatedUnion('kind', [
+        z.strictObject({ kind: z.literal('order'), amount: z.int().describe(amountDescription) }),
+        z.strictObject({ kind: z.literal('shipping') }),
+        ...more,
+      ])
+      .describe('What to refund.');
+
+  it('reports a description changed inside a discriminated-union branch at its path, as behavioural', () => {
+    const before = refundTool({ input: refundInput({ target: target('Refund amount in cents.') }) });
+    const after = refundTool({ input: refundInput({ target: target('Refund amount in dollars.') }) });
+    expect(onlyChange(after, before)).toMatchObject({
+      verdict: 'behavioural',
+      kind: 'DESCRIPTION_CHANGED',
+      path: 'input.target(kind="order").amount',
+      before: 'Refund amount in cents.',
+      after: 'Refund amount in dollars.',
+    });
+    const [old, now] = [before, after].map((tool) => snapshotContracts({ tools: [tool] }).tools[0]!);
+    expect(now!.fingerprints.invocation).toBe(old!.fingerprints.invocation);
+    expect(now!.fingerprints.discovery).not.toBe(old!.fingerprints.discovery);
+  });
+
+  it('reports a description changed inside a plain union branch as behavioural, and moves only the discovery fingerprint', () => {
+    const id = (description: string) =>
+      z.union([z.string().max(20).describe(description), z.int()]).describe('Which order.');
+    const before = refundTool({ input: refundInput({ lookup: id('The order id, ORD-1234.') }) });
+    const after = refundTool({ input: refundInput({ lookup: id('The customer id, CUS-12.') }) });
+    const result = diff([before], [after]);
+    expect(result).toMatchObject({ verdict: 'behavioural', selectionSuiteMustRun: true });
+    expect(result.changes).toEqual([
+      expect.objectContaining({ kind: 'DESCRIPTION_CHANGED', path: 'input.lookup', aspect: 'description' }),
+    ]);
+    const [old, now] = [before, after].map((tool) => snapshotContracts({ tools: [tool] }).tools[0]!);
+    expect(now!.fingerprints.invocation).toBe(old!.fingerprints.invocation);
+    expect(now!.fingerprints.discovery).not.toBe(old!.fingerprints.discovery);
+  });
+
+  it('a branch added to an input discriminated union is compatible, removed is breaking, each at its path', () => {
+    const tax = z.strictObject({ kind: z.literal('tax'), rate: z.number() });
+    const two = refundTool({ input: refundInput({ target: target('Amount.') }) });
+    const three = refundTool({ input: refundInput({ target: target('Amount.', tax) }) });
+    expect(onlyChange(three, two)).toMatchObject({
+      verdict: 'compatible',
+      kind: 'BRANCH_ADDED',
+      path: 'input.target(kind="tax")',
+    });
+    expect(onlyChange(two, three)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'BRANCH_REMOVED',
+      path: 'input.target(kind="tax")',
+    });
+  });
+
+  it('an output field removed inside a discriminated-union branch is breaking, at its path', () => {
+    const found = { status: z.literal('found'), total_cents: z.int() };
+    const output = (fields: Record<string, z.ZodType>) =>
+      z.discriminatedUnion('status', [
+        z.strictObject({ ...found, ...fields }),
+        z.strictObject({ status: z.literal('missing') }),
+      ]);
+    const before = refundTool({ output: output({ currency: z.string() }) });
+    const after = refundTool({ output: output({}) });
+    expect(onlyChange(after, before)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'FIELD_REMOVED',
+      path: 'output(status="found").currency',
+    });
+  });
+
+  it.each([
+    ['removed', z.boolean().default(true), z.boolean().optional()],
+    ['changed', z.boolean().default(true), z.boolean().default(false)],
+    ['added to an optional field', z.boolean().optional(), z.boolean().default(true)],
+  ])(
+    'an input default %s is breaking: calls that leave the field out now mean something else',
+    (_case, old, now) => {
+      const before = refundTool({ input: refundInput({ notify: old.describe('Tell the customer.') }) });
+      const after = refundTool({ input: refundInput({ notify: now.describe('Tell the customer.') }) });
+      expect(onlyChange(after, before)).toMatchObject({
+        verdict: 'breaking',
+        kind: 'DEFAULT_CHANGED',
+        path: 'input.notify',
+        message: expect.stringContaining('calls that leave the field out') as string,
+      });
+    },
+  );
+
+  it('a default added to a field that was required is compatible: no call could leave it out before', () => {
+    const before = refundTool({ input: refundInput({ notify: z.boolean().describe('Tell the customer.') }) });
+    const after = refundTool({
+      input: refundInput({ notify: z.boolean().default(true).describe('Tell the customer.') }),
+    });
+    const result = diff([before], [after]);
+    expect(result.verdict).toBe('compatible');
+    expect(result.changes.map((change) => change.kind)).toEqual(['FIELD_NOW_OPTIONAL', 'DEFAULT_CHANGED']);
+  });
+
+  it.each([
+    ['a transform to a number, now a string', z.string().transform(Number), z.string()],
+    ['a date, now a bigint', z.date(), z.bigint()],
+    ['a string, now a date', z.string(), z.date()],
+  ])('an output type JSON Schema cannot express is not "any": %s is breaking', (_case, old, now) => {
+    const before = refundTool({ output: refundOutput.extend({ refunded_at: old }) });
+    const after = refundTool({ output: refundOutput.extend({ refunded_at: now }) });
+    expect(onlyChange(after, before)).toMatchObject({
+      verdict: 'breaking',
+      kind: 'TYPE_CHANGED',
+      path: 'output.refunded_at',
+    });
+  });
+
+  it('a parameter named "$" is its own field, never the root', () => {
+    const input = (dollar: z.ZodType) => refundInput({ $: dollar.describe('A field named like the root.') });
+    const tightened = onlyChange(
+      refundTool({ input: input(z.string().max(3)) }),
+      refundTool({ input: input(z.string()) }),
+    );
+    expect(tightened).toMatchObject({
+      kind: 'CONSTRAINT_TIGHTENED',
+      path: 'input["$"]',
+      aspect: 'maxLength',
+    });
+    // The field does not overwrite the root's entry: the input stays a closed object at `$`.
+    const { input: fields } = snapshotContracts({ tools: [refundTool({ input: input(z.string()) })] })
+      .tools[0]!;
+    expect(fields.$).toMatchObject({ type: 'object', additionalProperties: false });
+    expect(fields['["$"]']).toMatchObject({ type: 'string', required: true });
+  });
+
+  it.each([
+    [0.3, 0.1, 'CONSTRAINT_LOOSENED', 'compatible'],
+    [0.1, 0.3, 'CONSTRAINT_TIGHTENED', 'breaking'],
+    [0.2, 0.3, 'CONSTRAINT_CHANGED', 'breaking'],
+    [0.01, 0.05, 'CONSTRAINT_TIGHTENED', 'breaking'],
+  ])('multipleOf %s to %s compares the decimals as written: %s', (old, now, kind, verdict) => {
+    const rate = (step: number) => refundInput({ rate: z.number().multipleOf(step).describe('The rate.') });
+    expect(onlyChange(refundTool({ input: rate(now) }), refundTool({ input: rate(old) }))).toMatchObject({
+      kind,
+      verdict,
+      path: 'input.rate',
+      aspect: 'multipleOf',
+    });
+  });
+});

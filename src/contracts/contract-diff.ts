@@ -9,7 +9,15 @@ import { canonicalJson } from '../shared/canonical-json';
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
 import type { ContractSnapshot, FieldContract, FieldMap, ToolSnapshot } from './contract-snapshot';
-import { compareText, parentPath, rootPath, sameJson } from './contract-snapshot';
+import {
+  compareText,
+  describedParts,
+  joinPath,
+  parentPath,
+  rootPath,
+  sameJson,
+  withoutDescriptions,
+} from './contract-snapshot';
 
 /** How much a change matters: `breaking` fails the check; `behavioural` asks for the selection suite. */
 export const contractVerdicts = ['breaking', 'compatible', 'behavioural'] as const;
@@ -26,6 +34,8 @@ export const contractChangeKinds = [
   'FIELD_ADDED',
   'FIELD_NOW_REQUIRED',
   'FIELD_NOW_OPTIONAL',
+  'BRANCH_REMOVED',
+  'BRANCH_ADDED',
   'TYPE_CHANGED',
   'ENUM_VALUE_REMOVED',
   'ENUM_VALUE_ADDED',
@@ -56,6 +66,7 @@ export interface ContractChange {
   /**
    * Where, in the tool: `''` for the tool itself, `description`, `effect`, `idempotencyFields`,
    * `domainCodes.<CODE>`, `examples[<index>]`, or a field: `input.amount_cents`, `output.items[].sku`,
+   * `input.target(kind="order").amount` inside a union's branch, `input["$"]` for an odd name,
    * `output` for the output's root.
    */
   path: string;
@@ -323,7 +334,7 @@ function diffFields(input: {
   const scope = (path: string): FieldScope => ({
     tool,
     side,
-    at: path === rootPath ? side : `${side}.${path}`,
+    at: path === rootPath ? side : joinPath(side, path),
     name: path === rootPath ? `the ${side}` : `${side} field "${path}"`,
   });
   const removed = Object.keys(before).filter((path) => !Object.hasOwn(after, path));
@@ -336,9 +347,41 @@ function diffFields(input: {
   const sameLevelAndType = (path: string, others: string[], own: FieldMap, other: FieldMap) =>
     others.filter(
       (candidate) =>
-        parentPath(candidate) === parentPath(path) && sameJson(other[candidate]?.type, own[path]?.type),
+        !isBranch(candidate) &&
+        parentPath(candidate) === parentPath(path) &&
+        sameJson(other[candidate]?.type, own[path]?.type),
     );
-  for (const path of removedTop) {
+  for (const path of removedTop.filter(isBranch)) {
+    const field = scope(path);
+    changes.push({
+      verdict: narrowed(side),
+      kind: 'BRANCH_REMOVED',
+      tool,
+      path: field.at,
+      before: withoutDescriptions(before[path]!),
+      message:
+        `${side} union branch "${path}" removed: ` +
+        (side === 'input'
+          ? 'calls that send that kind are now refused'
+          : 'the tool no longer returns that kind'),
+    });
+  }
+  for (const path of addedTop.filter(isBranch)) {
+    const field = scope(path);
+    changes.push({
+      verdict: widened(side),
+      kind: 'BRANCH_ADDED',
+      tool,
+      path: field.at,
+      after: withoutDescriptions(after[path]!),
+      message:
+        `new ${side} union branch "${path}"` +
+        (side === 'input'
+          ? ''
+          : ': the tool may now return a kind a model or client told the old ones does not expect'),
+    });
+  }
+  for (const path of removedTop.filter((candidate) => !isBranch(candidate))) {
     const field = scope(path);
     const renamed = sameLevelAndType(path, addedTop, before, after);
     changes.push({
@@ -346,7 +389,7 @@ function diffFields(input: {
       kind: 'FIELD_REMOVED',
       tool,
       path: field.at,
-      before: withoutDescription(before[path]!),
+      before: withoutDescriptions(before[path]!),
       message:
         `${field.name} removed${renamed.length ? ` (renamed to ${renamed.map((name) => `"${name}"`).join(' or ')}?)` : ''}: ` +
         (side === 'input'
@@ -354,7 +397,7 @@ function diffFields(input: {
           : 'a model or client told to read it finds nothing there'),
     });
   }
-  for (const path of addedTop) {
+  for (const path of addedTop.filter((candidate) => !isBranch(candidate))) {
     const field = scope(path);
     const current = after[path]!;
     const renamed = sameLevelAndType(path, removedTop, after, before);
@@ -365,7 +408,7 @@ function diffFields(input: {
       kind: 'FIELD_ADDED',
       tool,
       path: field.at,
-      after: withoutDescription(current),
+      after: withoutDescriptions(current),
       message: required
         ? `new required ${field.name}${hint}: calls that leave it out are now refused`
         : `new ${side === 'input' ? 'optional ' : ''}${field.name}${hint}`,
@@ -379,9 +422,9 @@ function diffFields(input: {
   return changes;
 }
 
-function withoutDescription(field: FieldContract): Omit<FieldContract, 'description'> {
-  const { description: _description, ...rest } = field;
-  return rest;
+/** Whether a path is a branch of a union told apart by a property: `target(kind="order")`. */
+function isBranch(path: string): boolean {
+  return path.endsWith(')');
 }
 
 function diffField(input: {
@@ -490,18 +533,34 @@ function diffField(input: {
   }
 
   if (!sameJson(before.default, after.default)) {
-    const both = before.default !== undefined && after.default !== undefined;
+    // On the input, a default is what a call that leaves the field out means. Added, removed or
+    // changed, it changes that meaning for every call that could leave the field out, so it breaks;
+    // only a field no call could leave out before (it was required) has no such call to change.
+    const omittable = side === 'input' && !before.required;
+    const old = JSON.stringify(before.default);
+    const now = JSON.stringify(after.default);
     change({
-      verdict: both && side === 'input' ? 'breaking' : 'compatible',
+      verdict: omittable ? 'breaking' : 'compatible',
       kind: 'DEFAULT_CHANGED',
       aspect: 'default',
       before: before.default,
       after: after.default,
-      message: both
-        ? 'default changed: calls that leave the field out now mean something else'
-        : after.default === undefined
-          ? 'default removed'
-          : 'default added',
+      message:
+        before.default !== undefined && after.default !== undefined
+          ? `default changed from ${old} to ${now}` +
+            (omittable ? ': calls that leave the field out now mean something else' : '')
+          : after.default === undefined
+            ? `default ${old} removed` +
+              (omittable
+                ? `: calls that leave the field out no longer get ${old}; the tool now decides what a missing value means`
+                : '')
+            : `default ${now} added` +
+              (omittable
+                ? `: calls that leave the field out now get ${now} where the tool decided before ` +
+                  `(harmless only if it already read a missing value as ${now})`
+                : side === 'input'
+                  ? ': no call could leave the field out before'
+                  : ''),
     });
   }
 
@@ -530,7 +589,41 @@ function diffField(input: {
       message: 'description changed: the model fills the field by it; run the selection suite',
     });
   }
+  if (side === 'input') diffInnerDescriptions({ before, after, change });
   return changes;
+}
+
+/**
+ * Descriptions inside a union's branches (or another keyword's schemas) that stayed: the model reads
+ * them as it reads a field's own. A branch that came or went is a type change, reported as such.
+ */
+function diffInnerDescriptions(input: {
+  before: FieldContract;
+  after: FieldContract;
+  change: ChangeSink;
+}): void {
+  const now = describedParts(input.after);
+  const old: Record<string, string> = {};
+  const current: Record<string, string> = {};
+  for (const [key, descriptions] of describedParts(input.before)) {
+    const later = now.get(key);
+    if (!later) continue;
+    for (const at of new Set([...Object.keys(descriptions), ...Object.keys(later)])) {
+      if (descriptions[at] === later[at]) continue;
+      if (descriptions[at] !== undefined) old[at] = descriptions[at];
+      if (later[at] !== undefined) current[at] = later[at];
+    }
+  }
+  const where = [...new Set([...Object.keys(old), ...Object.keys(current)])].sort(compareText);
+  if (!where.length) return;
+  input.change({
+    verdict: 'behavioural',
+    kind: 'DESCRIPTION_CHANGED',
+    aspect: 'description',
+    before: old,
+    after: current,
+    message: `description changed inside it (${where.join(', ')}): the model fills the field by it; run the selection suite`,
+  });
 }
 
 type ChangeSink = (
@@ -556,8 +649,12 @@ function covers(outer: Set<string> | undefined, inner: Set<string> | undefined):
   return [...inner].every((type) => outer.has(type) || (type === 'integer' && outer.has('number')));
 }
 
-function typeText(field: FieldContract): string {
+/** The field's type in words; `field` without descriptions (see `withoutDescriptions`). */
+function typeText(field: Omit<FieldContract, 'description'>): string {
+  if (field.unrepresentable) return `${field.unrepresentable} (a zod type JSON Schema cannot express)`;
   if (field.anyOf) return `anyOf ${canonicalJson(field.anyOf)}`;
+  if (field.oneOf) return `oneOf ${canonicalJson(field.oneOf)}`;
+  if (field.discriminator) return `an object of one of several kinds, told apart by "${field.discriminator}"`;
   if (field.type === undefined) return 'any';
   return typeof field.type === 'string' ? field.type : field.type.join(' | ');
 }
@@ -568,26 +665,61 @@ function diffType(input: {
   side: Side;
   change: ChangeSink;
 }): void {
-  const { before, after, side, change } = input;
-  if (before.anyOf || after.anyOf) {
-    if (sameJson(before.type, after.type) && sameJson(before.anyOf, after.anyOf)) {
+  const { side, change } = input;
+  // Descriptions inside union branches are the discovery contract's, compared apart.
+  const before = withoutDescriptions(input.before);
+  const after = withoutDescriptions(input.after);
+  // A type JSON Schema cannot express says nothing about what it holds: any change from or to one breaks.
+  if (before.unrepresentable !== after.unrepresentable) {
+    change({
+      verdict: 'breaking',
+      kind: 'TYPE_CHANGED',
+      aspect: 'type',
+      before: before.unrepresentable ?? before.type,
+      after: after.unrepresentable ?? after.type,
+      message: `type changed from ${typeText(before)} to ${typeText(after)}`,
+    });
+    return;
+  }
+  if (before.discriminator !== after.discriminator) {
+    change({
+      verdict: 'breaking',
+      kind: 'TYPE_CHANGED',
+      aspect: 'discriminator',
+      before: before.discriminator,
+      after: after.discriminator,
+      message: `type changed from ${typeText(before)} to ${typeText(after)}`,
+    });
+    return;
+  }
+  const oldBranches = before.anyOf ?? before.oneOf;
+  const newBranches = after.anyOf ?? after.oneOf;
+  if (oldBranches || newBranches) {
+    if (
+      sameJson(before.type, after.type) &&
+      sameJson(before.anyOf, after.anyOf) &&
+      sameJson(before.oneOf, after.oneOf)
+    ) {
       return;
     }
     let verdict: ContractVerdict = 'breaking';
-    if (before.anyOf && after.anyOf && sameJson(before.type, after.type)) {
-      const old = new Set(before.anyOf.map((branch) => canonicalJson(branch)));
-      const now = new Set(after.anyOf.map((branch) => canonicalJson(branch)));
+    if (oldBranches && newBranches && sameJson(before.type, after.type)) {
+      // A union's branches are a set: more of them lets more through, fewer lets less. zod checks a
+      // union by any branch, so a `oneOf` it wrote weighs as an `anyOf`.
+      const old = new Set(oldBranches.map((branch) => canonicalJson(branch)));
+      const now = new Set(newBranches.map((branch) => canonicalJson(branch)));
       const grew = [...old].every((branch) => now.has(branch));
       const shrank = [...now].every((branch) => old.has(branch));
-      if (grew) verdict = widened(side);
+      if (grew && shrank) verdict = 'compatible';
+      else if (grew) verdict = widened(side);
       else if (shrank) verdict = narrowed(side);
     }
     change({
       verdict,
       kind: 'TYPE_CHANGED',
       aspect: 'type',
-      before: { type: before.type, anyOf: before.anyOf },
-      after: { type: after.type, anyOf: after.anyOf },
+      before: { type: before.type, anyOf: before.anyOf, oneOf: before.oneOf },
+      after: { type: after.type, anyOf: after.anyOf, oneOf: after.oneOf },
       message: `type changed from ${typeText(before)} to ${typeText(after)}`,
     });
     return;
@@ -797,8 +929,8 @@ function diffBounds(input: {
   const now = after.multipleOf;
   if (old !== now) {
     // A multiple of 10 is a multiple of 5: from 5 to 10 tightens, from 10 to 5 loosens, 5 to 3 does neither.
-    const tightened = old === undefined || (now !== undefined && Number.isInteger(now / old));
-    const loosened = now === undefined || (old !== undefined && Number.isInteger(old / now));
+    const tightened = old === undefined || (now !== undefined && isWholeMultiple(now, old));
+    const loosened = now === undefined || (old !== undefined && isWholeMultiple(old, now));
     if (tightened || loosened) {
       reportLimit({
         change,
@@ -842,4 +974,29 @@ function reportLimit(input: {
       `${input.what} ${tightened ? 'tightened' : 'loosened'} from ${input.before} to ${input.after}` +
       consequence(side, tightened ? 'narrowed' : 'widened'),
   });
+}
+
+/**
+ * Whether `value` is a whole multiple of `step` as the numbers are written in decimal (0.3 is three
+ * times 0.1), not as binary floating point divides them (0.3 / 0.1 is 2.9999999999999996).
+ */
+function isWholeMultiple(value: number, step: number): boolean {
+  const a = decimalOf(value);
+  const b = decimalOf(step);
+  if (!a || !b || b.digits === 0n) return Number.isInteger(value / step);
+  const exponent = Math.min(a.exponent, b.exponent);
+  const scaledValue = a.digits * 10n ** BigInt(a.exponent - exponent);
+  const scaledStep = b.digits * 10n ** BigInt(b.exponent - exponent);
+  return scaledValue % scaledStep === 0n;
+}
+
+/** A finite number as digits times a power of ten, from its shortest decimal form (`0.3` is 3 × 10^-1). */
+function decimalOf(value: number): { digits: bigint; exponent: number } | undefined {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(String(value));
+  if (!match) return undefined;
+  const fraction = match[3] ?? '';
+  return {
+    digits: BigInt(`${match[1]}${match[2]}${fraction}`),
+    exponent: Number(match[4] ?? 0) - fraction.length,
+  };
 }

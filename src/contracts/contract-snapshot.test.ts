@@ -222,4 +222,48 @@ describe('paths', () => {
       '["odd key"]',
     ]);
   });
+
+  it('gives each branch of a union told apart by a property a path of its own, and quotes a field named "$"', () => {
+    const tool = defineToolContract({
+      name: 'adjust_order',
+      description: 'Adjust an order.',
+      input: z.strictObject({
+        $: z.string().describe('A field named like the root.'),
+        target: z
+          .discriminatedUnion('kind', [
+            z.strictObject({ kind: z.literal('order'), amount: z.int().describe('In cents.') }),
+            z.strictObject({ kind: z.literal('shipping') }),
+          ])
+          .describe('What to adjust.'),
+      }),
+      output: z.strictObject({ adjusted_at: z.date() }),
+      effect: 'write',
+      risk: () => 'reversible',
+    });
+    const [snapshot] = snapshotContracts({ tools: [tool] }).tools;
+    expect(Object.keys(snapshot!.input)).toEqual([
+      '$',
+      '["$"]',
+      'target',
+      'target(kind="order")',
+      'target(kind="order").amount',
+      'target(kind="order").kind',
+      'target(kind="shipping")',
+      'target(kind="shipping").kind',
+    ]);
+    expect(snapshot!.input.target).toEqual({
+      type: 'object',
+      required: true,
+      discriminator: 'kind',
+      description: 'What to adjust.',
+    });
+    expect(snapshot!.input['target(kind="order").amount']).toMatchObject({ description: 'In cents.' });
+    // A type JSON Schema cannot express is named, not recorded as any value.
+    expect(snapshot!.output.adjusted_at).toEqual({ required: true, unrepresentable: 'date' });
+    expect(['target(kind="order").amount', 'target(kind="order")', '["$"]'].map(parentPath)).toEqual([
+      'target(kind="order")',
+      'target',
+      '$',
+    ]);
+  });
 });

@@ -9,11 +9,15 @@ import type { AnyToolContract, EffectKind } from '../tools/define-tool';
 import { ToolDefinitionError } from '../tools/define-tool';
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskLevels } from '../tools/risk-levels';
+import { markUnrepresentable, zodTypeKeyword } from '../tools/unrepresentable-types';
 
 /** The snapshot format's version; a file of another version is refused, never half read. */
 export const contractSnapshotVersion = 1;
 
-/** The path of a schema's root in a field map; every other path is relative to it (`items[].sku`). */
+/**
+ * The path of a schema's root in a field map; every other path is relative to it (`items[].sku`). A
+ * field whose name is not a plain name, this one included, is written quoted (`["$"]`, `["a b"]`).
+ */
 export const rootPath = '$';
 
 /**
@@ -45,8 +49,24 @@ export interface FieldContract {
   additionalProperties?: boolean;
   /** What the tool uses when the field is left out. */
   default?: unknown;
-  /** The branches of a union, each normalised, sorted. */
+  /**
+   * The branches of a union, each normalised, sorted (on the input side with their descriptions, which
+   * only the discovery contract reads). A union of objects told apart by a property is not a list of
+   * branches: it has `discriminator`, and each branch is a field of its own.
+   */
   anyOf?: unknown[];
+  /** The branches of a union of which exactly one must match, as `anyOf`. */
+  oneOf?: unknown[];
+  /**
+   * For a union of objects told apart by one property: that property. Each branch is the field
+   * `path(property="value")`, its fields below it (`target(kind="order").amount`).
+   */
+  discriminator?: string;
+  /**
+   * A zod type JSON Schema cannot express (`date`, `bigint`, `transform` for a transform's result...):
+   * its name, never `{}` (any value), so a change from or to it shows.
+   */
+  unrepresentable?: string;
   /** Keywords no rule above reads (`propertyNames`, `allOf`, `$ref`...), compared as a whole. */
   other?: Record<string, unknown>;
   /** What the model reads about the field: part of the discovery contract, not of the invocation one. */
@@ -119,7 +139,7 @@ function snapshotTool(contract: AnyToolContract): ToolSnapshot {
   try {
     input = fieldsOf({ schema: inputJsonSchema(contract), describe: true });
     output = fieldsOf({
-      schema: z.toJSONSchema(contract.output, { io: 'output', unrepresentable: 'any' }),
+      schema: z.toJSONSchema(contract.output, { io: 'output', unrepresentable: markUnrepresentable }),
       describe: false,
     });
   } catch (error) {
@@ -129,12 +149,15 @@ function snapshotTool(contract: AnyToolContract): ToolSnapshot {
     );
   }
   const invocation = Object.fromEntries(
-    Object.entries(input).map(([path, { description: _description, ...field }]) => [path, field]),
+    Object.entries(input).map(([path, field]) => [path, withoutDescriptions(field)]),
   );
+  // A field's own description, and those inside its union's branches (or other keywords) when it has any.
   const parameterDescriptions = Object.fromEntries(
-    Object.entries(input).flatMap(([path, field]) =>
-      field.description === undefined ? [] : [[path, field.description]],
-    ),
+    Object.entries(input).flatMap(([path, field]): [string, unknown][] => {
+      const inside = descriptionsInside(field);
+      if (Object.keys(inside).length) return [[path, { description: field.description, inside }]];
+      return field.description === undefined ? [] : [[path, field.description]];
+    }),
   );
   return {
     name: contract.name,
@@ -204,6 +227,8 @@ const structureKeywords = new Set([
   'uniqueItems',
   'default',
   'anyOf',
+  'oneOf',
+  zodTypeKeyword,
   ...boundKeywords,
 ]);
 
@@ -212,6 +237,20 @@ function fieldsOf(input: { schema: JsonSchema; describe: boolean }): FieldMap {
   const fields: FieldMap = {};
   const visit = (schema: JsonSchema, path: string, required: boolean): void => {
     const node = withNullFolded(schema);
+    const union = discriminatedUnionOf(node);
+    if (union) {
+      // An object of one of several shapes: each branch is a field of its own, so a change inside one
+      // is reported at its path, and a branch added or removed is one change, not a new union.
+      const { anyOf: _anyOf, oneOf: _oneOf, ...rest } = node;
+      const { additionalProperties: _open, ...field } = fieldOf({
+        node: { ...rest, type: 'object' },
+        required,
+        describe: input.describe,
+      });
+      fields[path] = { ...field, discriminator: union.property };
+      for (const branch of union.branches) visit(branch.schema, joinPath(path, branch.segment), true);
+      return;
+    }
     fields[path] = fieldOf({ node, required, describe: input.describe });
     const properties = isSchema(node.properties) ? node.properties : {};
     const requiredNames = new Set(Array.isArray(node.required) ? (node.required as string[]) : []);
@@ -219,8 +258,7 @@ function fieldsOf(input: { schema: JsonSchema; describe: boolean }): FieldMap {
     for (const key of Object.keys(properties).sort(compareText)) {
       const property = properties[key];
       if (!isSchema(property)) continue;
-      const segment = /^[A-Za-z_$][\w$-]*$/.test(key) ? key : `[${JSON.stringify(key)}]`;
-      visit(property, joinPath(path, segment), requiredNames.has(key));
+      visit(property, joinPath(path, keySegment(key)), requiredNames.has(key));
     }
     if (Array.isArray(node.prefixItems)) {
       node.prefixItems.forEach((item, index) => {
@@ -232,6 +270,49 @@ function fieldsOf(input: { schema: JsonSchema; describe: boolean }): FieldMap {
   };
   visit(input.schema, rootPath, true);
   return fields;
+}
+
+/** A property's path segment: its name when plain (and not the root's `$`), else quoted (`["a b"]`). */
+function keySegment(key: string): string {
+  return key !== rootPath && /^[A-Za-z_$][\w$-]*$/.test(key) ? key : `[${JSON.stringify(key)}]`;
+}
+
+/**
+ * A union whose branches are all objects that require one property with one value each, every value
+ * its own (what `z.discriminatedUnion` writes, or a `z.union` of tagged objects): the property, and each
+ * branch with its path segment `(property="value")`, sorted. The first such property in name order.
+ */
+function discriminatedUnionOf(
+  node: JsonSchema,
+): { property: string; branches: { segment: string; schema: JsonSchema }[] } | undefined {
+  const list = Array.isArray(node.oneOf) ? node.oneOf : Array.isArray(node.anyOf) ? node.anyOf : undefined;
+  if (!list || list.length < 2 || isSchema(node.properties)) return undefined;
+  const branches = list.filter(isSchema);
+  if (branches.length !== list.length || !branches.every((branch) => isSchema(branch.properties))) {
+    return undefined;
+  }
+  const names = Object.keys(branches[0]!.properties as JsonSchema).sort(compareText);
+  for (const property of names) {
+    const values = branches.map((branch) => {
+      const required = Array.isArray(branch.required) && (branch.required as unknown[]).includes(property);
+      const schema = (branch.properties as JsonSchema)[property];
+      if (!required || !isSchema(schema)) return undefined;
+      if ('const' in schema) return { value: schema.const };
+      return Array.isArray(schema.enum) && schema.enum.length === 1
+        ? { value: (schema.enum as unknown[])[0] }
+        : undefined;
+    });
+    if (values.some((value) => value === undefined)) continue;
+    const segments = values.map((value) => `(${keySegment(property)}=${canonicalJson(value!.value)})`);
+    if (new Set(segments).size !== segments.length) continue;
+    return {
+      property,
+      branches: branches
+        .map((schema, index) => ({ segment: segments[index]!, schema }))
+        .sort((a, b) => compareText(a.segment, b.segment)),
+    };
+  }
+  return undefined;
 }
 
 function fieldOf(input: { node: JsonSchema; required: boolean; describe: boolean }): FieldContract {
@@ -261,11 +342,11 @@ function fieldOf(input: { node: JsonSchema; required: boolean; describe: boolean
     field.additionalProperties = node.additionalProperties !== false;
   }
   if ('default' in node) field.default = node.default;
-  if (Array.isArray(node.anyOf)) {
-    field.anyOf = sortedValues(
-      (node.anyOf as unknown[]).map((branch) => (isSchema(branch) ? withoutAnnotations(branch) : branch)),
-    );
+  for (const keyword of ['anyOf', 'oneOf'] as const) {
+    const branches = node[keyword];
+    if (Array.isArray(branches)) field[keyword] = sortedBranches({ branches, describe: input.describe });
   }
+  if (typeof node[zodTypeKeyword] === 'string') field.unrepresentable = node[zodTypeKeyword];
   const other = Object.keys(node)
     .filter(
       (keyword) =>
@@ -275,7 +356,9 @@ function fieldOf(input: { node: JsonSchema; required: boolean; describe: boolean
     )
     .sort(compareText);
   if (other.length)
-    field.other = Object.fromEntries(other.map((keyword) => [keyword, withoutAnnotations(node[keyword])]));
+    field.other = Object.fromEntries(
+      other.map((keyword) => [keyword, withoutAnnotations(node[keyword], input.describe)]),
+    );
   if (input.describe && typeof node.description === 'string') field.description = node.description;
   return field;
 }
@@ -310,24 +393,91 @@ function typesOf(node: JsonSchema): string[] {
   return [...new Set(types)].sort(compareText);
 }
 
-/** A schema value without descriptions, titles or examples, its `required` lists sorted: for unions and `other`. */
-function withoutAnnotations(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutAnnotations);
+/**
+ * A schema value without titles or examples (and without descriptions unless `keepDescriptions`), its
+ * `required` lists sorted: for unions and `other`.
+ */
+function withoutAnnotations(value: unknown, keepDescriptions = false): unknown {
+  const clean = (inner: unknown): unknown => withoutAnnotations(inner, keepDescriptions);
+  if (Array.isArray(value)) return value.map(clean);
   if (!isSchema(value)) return value;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value).sort(compareText)) {
-    if (annotationKeywords.has(key)) continue;
+    if (annotationKeywords.has(key) && !(keepDescriptions && key === 'description')) continue;
     const inner = value[key];
     out[key] =
       key === 'required' && Array.isArray(inner)
         ? [...(inner as string[])].sort(compareText)
         : key === 'properties' && isSchema(inner)
-          ? Object.fromEntries(
-              Object.entries(inner).map(([name, schema]) => [name, withoutAnnotations(schema)]),
-            )
-          : withoutAnnotations(inner);
+          ? Object.fromEntries(Object.entries(inner).map(([name, schema]) => [name, clean(schema)]))
+          : clean(inner);
   }
   return out;
+}
+
+/** A union's branches, normalised, in the order of their form without descriptions (a set). */
+function sortedBranches(input: { branches: readonly unknown[]; describe: boolean }): unknown[] {
+  return input.branches
+    .map((branch) => withoutAnnotations(branch, input.describe))
+    .map((branch) => ({ branch, key: canonicalJson(withoutAnnotations(branch)) }))
+    .sort((a, b) => compareText(a.key, b.key))
+    .map(({ branch }) => branch);
+}
+
+/**
+ * A field as the invocation contract reads it: without its description, nor the descriptions inside
+ * its union's branches or other keywords.
+ */
+export function withoutDescriptions(field: FieldContract): Omit<FieldContract, 'description'> {
+  const { description: _description, ...rest } = field;
+  const stripped: Omit<FieldContract, 'description'> = { ...rest };
+  if (rest.anyOf) stripped.anyOf = withoutAnnotations(rest.anyOf) as unknown[];
+  if (rest.oneOf) stripped.oneOf = withoutAnnotations(rest.oneOf) as unknown[];
+  if (rest.other) stripped.other = withoutAnnotations(rest.other) as Record<string, unknown>;
+  return stripped;
+}
+
+/**
+ * The descriptions inside a field's union branches and other keywords, by the part that holds them:
+ * the key is the keyword and the part's form without descriptions (so the same branch matches across
+ * versions), the value the descriptions by where they sit (`anyOf[0]`, `anyOf[1].amount`). Empty for
+ * the output side, whose descriptions are never recorded.
+ */
+export function describedParts(field: FieldContract): Map<string, Record<string, string>> {
+  const parts = new Map<string, Record<string, string>>();
+  const add = (key: string, value: unknown, at: string): void => {
+    const found: Record<string, string> = {};
+    collectDescriptions({ value, at, found });
+    if (Object.keys(found).length) parts.set(`${key} ${canonicalJson(withoutAnnotations(value))}`, found);
+  };
+  for (const keyword of ['anyOf', 'oneOf'] as const) {
+    field[keyword]?.forEach((branch, index) => add(keyword, branch, `${keyword}[${index}]`));
+  }
+  for (const [keyword, value] of Object.entries(field.other ?? {})) add(`other.${keyword}`, value, keyword);
+  return parts;
+}
+
+/** Every description inside a field's union branches and other keywords, by where it sits. */
+function descriptionsInside(field: FieldContract): Record<string, string> {
+  return Object.assign({}, ...describedParts(field).values()) as Record<string, string>;
+}
+
+function collectDescriptions(input: { value: unknown; at: string; found: Record<string, string> }): void {
+  const { value, at, found } = input;
+  if (Array.isArray(value)) {
+    value.forEach((item, index) => collectDescriptions({ value: item, at: `${at}[${index}]`, found }));
+    return;
+  }
+  if (!isSchema(value)) return;
+  if (typeof value.description === 'string') found[at] = value.description;
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === 'description') continue;
+    if (key === 'properties' && isSchema(inner)) {
+      for (const [name, schema] of Object.entries(inner)) {
+        collectDescriptions({ value: schema, at: `${at}.${name}`, found });
+      }
+    } else collectDescriptions({ value: inner, at: `${at}.${key}`, found });
+  }
 }
 
 function isSchema(value: unknown): value is JsonSchema {
@@ -362,9 +512,11 @@ export function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** A path's segments: `items[].sku` is `items`, `[]`, `sku`. */
+/** A path's segments: `items[].sku` is `items`, `[]`, `sku`; `target(kind="order")` is `target`, `(kind="order")`. */
 function pathSegments(path: string): string[] {
-  return path === rootPath ? [] : (path.match(/\["(?:[^"\\]|\\.)*"\]|\[\d*\]|\{\}|[^.[{]+/g) ?? []);
+  return path === rootPath
+    ? []
+    : (path.match(/\((?:"(?:[^"\\]|\\.)*"|[^"()])*\)|\["(?:[^"\\]|\\.)*"\]|\[\d*\]|\{\}|[^.[{(]+/g) ?? []);
 }
 
 /** The path of the field that holds `path` (`$` for a top-level field). */
@@ -372,10 +524,13 @@ export function parentPath(path: string): string {
   return pathSegments(path).slice(0, -1).reduce(joinPath, rootPath);
 }
 
-/** A field's path from its parent's and its own segment: `a` + `b` is `a.b`, `a` + `[]` is `a[]`. */
-function joinPath(parent: string, segment: string): string {
+/**
+ * A field's path from its parent's and its own segment: `a` + `b` is `a.b`, `a` + `[]` is `a[]`, `a` +
+ * `(kind="x")` is `a(kind="x")`.
+ */
+export function joinPath(parent: string, segment: string): string {
   if (parent === rootPath) return segment;
-  return segment.startsWith('[') || segment === '{}' ? `${parent}${segment}` : `${parent}.${segment}`;
+  return /^[[({]/.test(segment) ? `${parent}${segment}` : `${parent}.${segment}`;
 }
 
 // --- The file ------------------------------------------------------------------------------------
@@ -397,6 +552,9 @@ const fieldSchema = z.object({
   additionalProperties: z.boolean().optional(),
   default: z.unknown().optional(),
   anyOf: z.array(z.unknown()).optional(),
+  oneOf: z.array(z.unknown()).optional(),
+  discriminator: z.string().optional(),
+  unrepresentable: z.string().optional(),
   other: z.record(z.string(), z.unknown()).optional(),
   description: z.string().optional(),
 });

@@ -49,6 +49,18 @@ describe('fixtureAgeWarnings', () => {
         '`toolgate contract record`, since an old recording hides the change it should catch',
     );
   });
+
+  it('warns about a fixture dated in the future, which would never grow old, beyond a few minutes of clock skew', () => {
+    expect(warn([-60_000])).toEqual([]);
+    const warnings = warn([-365 * day, 5 * day, 31 * day]);
+    expect(warnings.map((warning) => warning.kind)).toEqual(['FIXTURES_FROM_THE_FUTURE', 'FIXTURES_STALE']);
+    expect(warnings[0]).toMatchObject({
+      fixtures: [{ tool: 'tool_0', scenario: 'success', recordedAt: '2027-12-01T12:00:00.000Z' }],
+      message: expect.stringContaining(
+        '1 fixture is dated after now (tool_0 success: 2027-12-01T12:00:00.000Z)',
+      ) as string,
+    });
+  });
 });
 
 describe('modelWarnings', () => {

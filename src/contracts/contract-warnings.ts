@@ -9,7 +9,12 @@ import { compareText } from './contract-snapshot';
 export const defaultMaxFixtureAge = '30d';
 
 /** What a warning is about; stable, for CI. */
-export const contractWarningKinds = ['FIXTURES_STALE', 'FIXTURE_UNREADABLE', 'MODEL_CHANGED'] as const;
+export const contractWarningKinds = [
+  'FIXTURES_STALE',
+  'FIXTURES_FROM_THE_FUTURE',
+  'FIXTURE_UNREADABLE',
+  'MODEL_CHANGED',
+] as const;
 
 /** A kind of contract warning. */
 export type ContractWarningKind = (typeof contractWarningKinds)[number];
@@ -26,6 +31,11 @@ export interface StaleFixture {
 /** Something `check` (and `test`) says without failing: with its kind, a sentence, and the details. */
 export type ContractWarning =
   | { kind: 'FIXTURES_STALE'; message: string; maxAge: string; fixtures: StaleFixture[] }
+  | {
+      kind: 'FIXTURES_FROM_THE_FUTURE';
+      message: string;
+      fixtures: { tool: string; scenario: RecordingScenario; recordedAt: string }[];
+    }
   | { kind: 'FIXTURE_UNREADABLE'; message: string; file: string }
   | {
       kind: 'MODEL_CHANGED';
@@ -36,6 +46,9 @@ export type ContractWarning =
     };
 
 const units: Record<string, number> = { h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+
+/** How far ahead of `now` a recording date may be before it is suspect: clocks of two machines differ a little. */
+export const fixtureClockSkewMs = 5 * 60_000;
 
 /** Reads an age such as `30d`, `12h` or `2w` (a bare number is days); never throws. */
 export function parseAge(text: string): { ok: true; ms: number } | { ok: false; message: string } {
@@ -53,7 +66,9 @@ export function parseAge(text: string): { ok: true; ms: number } | { ok: false; 
 
 /**
  * The fixtures recorded more than `maxAgeMs` before `now`, as one warning that names the oldest and
- * says to re-record; none when every fixture is fresh.
+ * says to re-record; and those dated after `now` (beyond a few minutes of clock skew), as another: a
+ * wrong clock or a hand edit, and a date that would keep the fixture fresh forever. None when every
+ * fixture is fresh.
  */
 export function fixtureAgeWarnings(input: {
   fixtures: readonly { tool: string; scenario: RecordingScenario; recordedAt: string }[];
@@ -67,10 +82,27 @@ export function fixtureAgeWarnings(input: {
     .filter((fixture) => fixture.ms > input.maxAgeMs)
     .sort((a, b) => b.ms - a.ms || compareText(a.tool, b.tool) || compareText(a.scenario, b.scenario))
     .map(({ ms, ...fixture }) => ({ ...fixture, ageDays: Math.floor(ms / units.d!) }));
+  const future = input.fixtures
+    .filter((fixture) => Date.parse(fixture.recordedAt) - input.now.getTime() > fixtureClockSkewMs)
+    .sort((a, b) => compareText(a.tool, b.tool) || compareText(a.scenario, b.scenario))
+    .map(({ tool, scenario, recordedAt }) => ({ tool, scenario, recordedAt }));
+  const warnings: ContractWarning[] = [];
+  const first = future[0];
+  if (first) {
+    warnings.push({
+      kind: 'FIXTURES_FROM_THE_FUTURE',
+      message:
+        `${future.length === 1 ? '1 fixture is' : `${future.length} fixtures are`} dated after now ` +
+        `(${first.tool} ${first.scenario}: ${first.recordedAt}): a wrong clock or a hand edit, and such a ` +
+        'fixture never grows old; re-record it with `toolgate contract record`',
+      fixtures: future,
+    });
+  }
   const oldest = stale[0];
-  if (!oldest) return [];
+  if (!oldest) return warnings;
   const count = stale.length === 1 ? '1 fixture was' : `${stale.length} fixtures were`;
   return [
+    ...warnings,
     {
       kind: 'FIXTURES_STALE',
       message:

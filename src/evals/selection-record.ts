@@ -1,7 +1,7 @@
 // What the contract snapshot keeps of the selection suite: the model id of the last full run that
 // passed, and when. `toolgate contract check` compares it with the configured model: a model change
 // changes no line of code, so only this record can say the full set must run again.
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { canonicalJson } from '../shared/canonical-json';
 import type { SelectionReport } from './selection-suite';
 
@@ -21,11 +21,12 @@ export function selectionRecordOf(report: SelectionReport): SelectionRecord | un
  * as it is. Never creates the file: `toolgate contract snapshot` does; without it there is nothing
  * to record in.
  * Replaces the file whole (written beside it, then renamed), so a reader never sees half of it.
+ * Never throws: a path that cannot be read or written (a folder, no permission) is `FILE_ERROR`.
  */
 export function recordSelectionInSnapshot(input: {
   path: string;
   record: SelectionRecord;
-}): { ok: true } | { ok: false; reason: 'NOT_FOUND' | 'NOT_A_SNAPSHOT'; message: string } {
+}): { ok: true } | { ok: false; reason: 'NOT_FOUND' | 'NOT_A_SNAPSHOT' | 'FILE_ERROR'; message: string } {
   const { path, record } = input;
   if (!existsSync(path)) {
     return {
@@ -34,7 +35,16 @@ export function recordSelectionInSnapshot(input: {
       message: `no contract snapshot at ${path} (toolgate contract snapshot writes one); the run is not recorded`,
     };
   }
-  const text = readFileSync(path, 'utf8');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    return {
+      ok: false,
+      reason: 'FILE_ERROR',
+      message: `the contract snapshot ${path} cannot be read (${(error as Error).message}); the run is not recorded`,
+    };
+  }
   let snapshot: unknown;
   try {
     snapshot = JSON.parse(text);
@@ -57,8 +67,17 @@ export function recordSelectionInSnapshot(input: {
     selection: { model: record.model, at: record.at },
   };
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, patchedText({ text, updated, record }));
-  renameSync(temporary, path);
+  try {
+    writeFileSync(temporary, patchedText({ text, updated, record }));
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    return {
+      ok: false,
+      reason: 'FILE_ERROR',
+      message: `the contract snapshot ${path} cannot be written (${(error as Error).message}); the run is not recorded`,
+    };
+  }
   return { ok: true };
 }
 

@@ -14,6 +14,7 @@ import type {
 import { casesOfSet, checkCasesAgainstTools, defaultSelectionThresholds } from './selection-cases';
 import type { SelectionCaseResult, SelectionMetrics, ThresholdMiss } from './selection-metrics';
 import { judgeDecision, missedThresholds, selectionMetrics } from './selection-metrics';
+import { ConfigurationError } from '../policy/load-policy';
 
 /** Cases in flight at once unless told otherwise: enough to finish a critical set in well under a minute. */
 export const defaultSelectionConcurrency = 4;
@@ -35,8 +36,11 @@ export interface SelectionSuiteInput {
   model: string;
   /** Override the case file's thresholds, which override the defaults (0.95, 0.90, 0.02). */
   thresholds?: Partial<SelectionThresholds>;
+  /** Cases in flight at once: a whole number, at least 1 (default 4). */
   concurrency?: number;
+  /** How long one request may take: more than 0 (default 60 s). */
   timeoutMs?: number;
+  /** More attempts a transient failure gets: a whole number, 0 or more (default 2). */
   retries?: number;
   /** Sent as `max_tokens` when given: a first decision needs few. */
   maxTokens?: number;
@@ -65,9 +69,10 @@ export interface SelectionReport {
 
 /**
  * Runs the set's cases against the model: one Chat Completions request per case (`tool_choice:
- * auto`), no tool run, no second request. Checks the cases against the tools before sending anything
- * (a `ConfigurationError` when a case expects a tool that is not offered); never throws for what the
- * endpoint does: a failed request is that case's error.
+ * auto`), no tool run, no second request. Checks the cases against the tools and the limits before
+ * sending anything (a `ConfigurationError` when a case expects a tool that is not offered, or a limit
+ * is not a number it can use); never throws for what the endpoint does: a failed request is that
+ * case's error. Every case of the set gets a result.
  */
 export async function runSelectionSuite(input: SelectionSuiteInput): Promise<SelectionReport> {
   const set = input.set ?? 'critical';
@@ -83,10 +88,10 @@ export async function runSelectionSuite(input: SelectionSuiteInput): Promise<Sel
     ...input.file.thresholds,
     ...definedOnly(input.thresholds ?? {}),
   };
-  const concurrency = Math.max(1, Math.floor(input.concurrency ?? defaultSelectionConcurrency));
+  const concurrency = checkedLimit({ name: 'concurrency', value: input.concurrency, least: 1, whole: true });
   const budget = {
-    timeoutMs: input.timeoutMs ?? defaultSelectionTimeoutMs,
-    retries: input.retries ?? defaultSelectionRetries,
+    timeoutMs: checkedLimit({ name: 'timeoutMs', value: input.timeoutMs, least: 1, whole: false }),
+    retries: checkedLimit({ name: 'retries', value: input.retries, least: 0, whole: true }),
     ...(input.signal ? { signal: input.signal } : {}),
   };
   const startedAt = new Date().toISOString();
@@ -97,6 +102,11 @@ export async function runSelectionSuite(input: SelectionSuiteInput): Promise<Sel
     input.onProgress?.({ done, total: cases.length, result });
     return result;
   });
+  // A case without a result would count in no metric and pass unseen: never report on fewer cases.
+  const missing = cases.filter((_testCase, index) => results[index] === undefined);
+  if (missing.length) {
+    throw new Error(`selection suite: no result for ${missing.map((testCase) => testCase.id).join(', ')}`);
+  }
   const metrics = selectionMetrics(results);
   const missed = missedThresholds({ metrics, thresholds });
   const errors = results.filter((result) => result.verdict === 'error').length;
@@ -170,6 +180,30 @@ async function mapWithLimit<T, R>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
   return results;
+}
+
+const limitDefaults = {
+  concurrency: defaultSelectionConcurrency,
+  timeoutMs: defaultSelectionTimeoutMs,
+  retries: defaultSelectionRetries,
+} as const;
+
+/** A limit as given, or its default; one that is not a number the run can use is refused, not guessed at. */
+function checkedLimit(input: {
+  name: keyof typeof limitDefaults;
+  value: number | undefined;
+  least: number;
+  whole: boolean;
+}): number {
+  const { name, value, least, whole } = input;
+  if (value === undefined) return limitDefaults[name];
+  if (!Number.isFinite(value) || value < least || (whole && !Number.isInteger(value))) {
+    throw new ConfigurationError(
+      `runSelectionSuite: ${name} must be ${whole ? 'a whole number' : 'a number'} of at least ${least} ` +
+        `(got ${String(value)}); leave it out for the default, ${limitDefaults[name]}`,
+    );
+  }
+  return value;
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

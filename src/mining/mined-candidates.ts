@@ -25,7 +25,10 @@ export const rejectedArgumentCodes: readonly string[] = [
   'TOOL_NOT_ALLOWED',
 ];
 
-/** How many proposals of one tool in one session make a loop. */
+/**
+ * How many proposals of one tool in one session make a loop, unless every one succeeded with arguments
+ * of its own (three orders looked up for a user who asked about three orders).
+ */
 export const loopThreshold = 3;
 
 /** How a session ended, as mining reads it: its reason (`handoff`, `idle`, ...) and when. */
@@ -179,6 +182,8 @@ function loopFindings(records: readonly AuditRecord[]): Finding[] {
       const codes: Record<string, number> = {};
       for (const call of calls) codes[call.code] = (codes[call.code] ?? 0) + 1;
       const distinctArguments = new Set(calls.map(argumentsKey)).size;
+      // Work that went well, each call on something else: nothing to learn from it.
+      if (distinctArguments === calls.length && calls.every((call) => call.ok)) continue;
       const inARow = longestStreak({ ordered, tool });
       const codeText = Object.entries(codes)
         .map(([code, count]) => `${code} x${count}`)

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { contractDigestOf } from './contract-digest';
 import { defineToolContract } from './define-tool';
 import type { RiskLevel } from './risk-levels';
+import { markUnrepresentable, zodTypeKeyword } from './unrepresentable-types';
 
 /** A refund contract with what a deploy may change; every default is the same from one call to the next. */
 function refund(
@@ -99,5 +100,35 @@ describe('the contract digest an approval binds', () => {
   ])('changes with %s: what would run is another thing', (_change, changes) => {
     const contract = refund(changes);
     expect(contractDigestOf({ contract })).not.toBe(before);
+  });
+});
+
+describe('types JSON Schema cannot express', () => {
+  const withRefundedAt = (refundedAt: z.ZodType) =>
+    contractDigestOf({
+      contract: refund({ output: z.strictObject({ refund_id: z.string(), refunded_at: refundedAt }) }),
+    });
+
+  it('changes with an output field that goes from or to a date, a bigint or a transform: none is "any value"', () => {
+    const digests = [
+      withRefundedAt(z.string()),
+      withRefundedAt(z.date()),
+      withRefundedAt(z.bigint()),
+      withRefundedAt(z.string().transform((text) => Number(text))),
+    ];
+    expect(new Set(digests).size).toBe(digests.length);
+  });
+
+  it('writes a schema without one exactly as before: the digest of such a tool is what it always was', () => {
+    const contract = refund();
+    const plain = z.toJSONSchema(contract.output, { io: 'output', unrepresentable: 'any' });
+    const marked = z.toJSONSchema(contract.output, { io: 'output', unrepresentable: markUnrepresentable });
+    expect(marked).toEqual(plain);
+    expect(
+      z.toJSONSchema(z.strictObject({ at: z.date() }), {
+        io: 'output',
+        unrepresentable: markUnrepresentable,
+      }),
+    ).toMatchObject({ properties: { at: { [zodTypeKeyword]: 'date' } } });
   });
 });

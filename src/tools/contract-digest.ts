@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { canonicalJson, digestOf } from '../shared/canonical-json';
 import type { AnyToolContract } from './define-tool';
 import { authoredRiskSourceOf } from './define-tool';
+import { markUnrepresentable } from './unrepresentable-types';
 
 /*
  * The digest an approval binds (DESIGN.md, Approval: a decision's `contractDigest`): what would run
@@ -49,8 +50,14 @@ export function contractDigestOf(input: { contract: AnyToolContract }): string {
   if (known !== undefined) return known;
   const digest = digestOf({
     name: contract.name,
-    input: withoutAnnotations(z.toJSONSchema(contract.input, { io: 'input', unrepresentable: 'any' })),
-    output: withoutAnnotations(z.toJSONSchema(contract.output, { io: 'output', unrepresentable: 'any' })),
+    // A type JSON Schema cannot express (a date, a transform's result) is a marker naming it, not `{}`:
+    // a change from or to one moves the digest, and a schema without one is written as it always was.
+    input: withoutAnnotations(
+      z.toJSONSchema(contract.input, { io: 'input', unrepresentable: markUnrepresentable }),
+    ),
+    output: withoutAnnotations(
+      z.toJSONSchema(contract.output, { io: 'output', unrepresentable: markUnrepresentable }),
+    ),
     effect: contract.effect,
     domainCodes: Object.keys(contract.domainCodes).sort(),
     idempotencyFields: contract.idempotencyFields ? [...contract.idempotencyFields].sort() : null,

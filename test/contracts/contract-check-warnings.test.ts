@@ -182,6 +182,37 @@ describe('contract check on recorded answers grown old', () => {
     expect(bad.error).toContain('contracts.maxFixtureAge: "monthly" is not an age');
   });
 
+  it('warns about a fixture dated in the future, which would never grow old', async () => {
+    const fixtures = fixturesAged('future', { success: -400, empty: 2 });
+    const { code, report } = await check('--snapshot', snapshot(), '--fixtures', fixtures);
+    expect(code).toBe(0);
+    expect(report.warnings).toEqual([
+      expect.objectContaining({
+        kind: 'FIXTURES_FROM_THE_FUTURE',
+        fixtures: [expect.objectContaining({ tool: 'get_order', scenario: 'success' })],
+        message: expect.stringContaining('a wrong clock or a hand edit') as string,
+      }),
+    ]);
+  });
+
+  it('warns about a folder named like a fixture, and refuses --fixtures naming a file with exit 2', async () => {
+    const fixtures = fixturesAged('folder-as-fixture', { success: 1 });
+    mkdirSync(join(fixtures, 'get_order', 'empty.json'));
+    const { code, report } = await check('--snapshot', snapshot(), '--fixtures', fixtures);
+    expect(code).toBe(0);
+    expect(report.warnings).toEqual([
+      expect.objectContaining({
+        kind: 'FIXTURE_UNREADABLE',
+        message: expect.stringContaining('is not a usable fixture: it is a folder, not a file') as string,
+      }),
+    ]);
+    const file = join(workspace, 'fixtures-file');
+    writeFileSync(file, 'not a folder');
+    const refused = await runCliCapturing(['contract', 'check', '--config', config, '--fixtures', file]);
+    expect(refused.code).toBe(2);
+    expect(refused.error).toContain(`toolgate contract check: ${file} is a file, not a folder of fixtures`);
+  });
+
   it('warns about a file in the folder that is not a fixture', async () => {
     const fixtures = fixturesAged('broken', { success: 1 });
     writeFileSync(join(fixtures, 'get_order', 'empty.json'), 'not json');

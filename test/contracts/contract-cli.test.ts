@@ -240,4 +240,32 @@ describe('toolgate contract check without a usable snapshot', () => {
     expect(run.error).toContain('tools: Invalid input: expected array');
     expect(run.error).toContain('run `toolgate contract snapshot` to write it again');
   });
+
+  it('refuses a folder where the snapshot file should be, for check and for snapshot, with exit 2', async () => {
+    const folder = join(workspace, 'a-folder');
+    mkdirSync(folder, { recursive: true });
+    const checked = await runCliCapturing(['contract', 'check', '--config', config(), '--snapshot', folder]);
+    expect(checked.code).toBe(2);
+    expect(checked.error).toContain('SNAPSHOT_INVALID:');
+    expect(checked.error).toContain('is a folder, not a contract snapshot');
+    const written = await runCliCapturing(['contract', 'snapshot', '--config', config(), '--out', folder]);
+    expect(written.code).toBe(2);
+    expect(written.error).toContain('is a folder; name the snapshot file to write');
+  });
+
+  it('answers a file system error with its message and exit 2, never a stack trace', async () => {
+    const file = join(workspace, 'a-file');
+    writeFileSync(file, 'not a folder');
+    const run = await runCliCapturing([
+      'contract',
+      'snapshot',
+      '--config',
+      config(),
+      '--out',
+      join(file, 'x.json'),
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.error).toMatch(/^(ENOTDIR|EEXIST): /);
+    expect(run.error).not.toContain('    at ');
+  });
 });

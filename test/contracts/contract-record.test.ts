@@ -284,4 +284,18 @@ describe('toolgate contract test on a vendor change', () => {
     expect(nothing.code).toBe(2);
     expect(nothing.error).toContain('nothing to test');
   });
+
+  it('fails a folder named like a fixture as unreadable, and refuses --fixtures naming a file with exit 2', async () => {
+    const directory = join(workspace, 'folder-as-fixture');
+    cpSync(join(repository, 'contract-fixtures'), directory, { recursive: true });
+    mkdirSync(join(directory, 'get_order', 'extra.json'));
+    const run = await test('--fixtures', directory);
+    expect(run.code, run.error).toBe(1);
+    expect(run.out).toContain('extra.json: not a usable fixture: it is a folder, not a file');
+    const file = join(workspace, 'fixtures-file');
+    writeFileSync(file, 'not a folder');
+    const refused = await test('--fixtures', file);
+    expect(refused.code).toBe(2);
+    expect(refused.error).toContain(`toolgate contract test: ${file} is a file, not a folder of fixtures`);
+  });
 });

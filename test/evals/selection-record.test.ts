@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SelectionReport } from 'toolgate';
@@ -76,5 +76,15 @@ describe('the selection record', () => {
       reason: 'NOT_A_SNAPSHOT',
     });
     expect(readFileSync(broken, 'utf8')).toBe('{ not json');
+  });
+
+  it('answers FILE_ERROR, never throws, for a folder where the snapshot should be', () => {
+    const folder = join(directory, 'a-folder.json');
+    mkdirSync(folder);
+    expect(recordSelectionInSnapshot({ path: folder, record: { model: 'm', at: 't' } })).toMatchObject({
+      ok: false,
+      reason: 'FILE_ERROR',
+      message: expect.stringContaining('cannot be read') as string,
+    });
   });
 });
