@@ -217,12 +217,11 @@ function createConsoleApp(input: {
     c.json({ accepted: false, code, message: `${code}: ${message}` }, 409);
 
   // The registry as the routes without a session read it: one listing shared by every request, at
-  // most `maxAgeMs` old. An invite or key not in a view up to a second old is looked for in one at
-  // most 100 ms old, so a flood of made-up ids costs the registry ten queries a second at most, and
-  // an invite made a moment ago is still found.
+  // most a second old. An invite or key not in it is looked for in a listing begun after the request
+  // arrived (so an invite made a moment before is found), shared by every request waiting for one and
+  // begun at most every 100 ms, so a flood of made-up ids costs the registry ten queries a second at most.
   let registryView: { at: number; view: Promise<ApproverKeysView> } | undefined;
-  const viewOfRegistry = (maxAgeMs: number): Promise<ApproverKeysView> => {
-    if (registryView && Date.now() - registryView.at <= maxAgeMs) return registryView.view;
+  const loadRegistryView = (): Promise<ApproverKeysView> => {
     const loading = { at: Date.now(), view: listApproverKeys(registry) };
     registryView = loading;
     loading.view.catch(() => {
@@ -230,9 +229,19 @@ function createConsoleApp(input: {
     });
     return loading.view;
   };
+  const viewOfRegistry = (maxAgeMs: number): Promise<ApproverKeysView> =>
+    registryView && Date.now() - registryView.at <= maxAgeMs ? registryView.view : loadRegistryView();
+  const viewBegunSince = async (since: number): Promise<ApproverKeysView> => {
+    if (registryView && registryView.at > since) return registryView.view;
+    const gap = registryView ? registryView.at + 100 - Date.now() : 0;
+    if (gap > 0) await new Promise((resolveAfter) => setTimeout(resolveAfter, gap));
+    if (registryView && registryView.at > since) return registryView.view;
+    return loadRegistryView();
+  };
   const freshViewUnless = async (found: (view: ApproverKeysView) => boolean): Promise<ApproverKeysView> => {
+    const arrived = Date.now();
     const view = await viewOfRegistry(1000);
-    return found(view) ? view : viewOfRegistry(100);
+    return found(view) ? view : viewBegunSince(arrived);
   };
   const verifyChain = memoisedKeyChainVerifier();
 
