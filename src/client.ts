@@ -33,6 +33,8 @@ import {
 import type { ToolResult } from './shared/tool-result';
 import { rejection } from './shared/tool-result';
 import type { AnyToolContract, ToolContract, ToolInputSchema } from './tools/define-tool';
+import type { ToolGateMetrics } from './observability/metrics';
+import { inSpan } from './observability/spans';
 import { ConfigurationError } from './policy/load-policy';
 import type { ToolDefinition, ToolRegistry } from './tools/tool-registry';
 import { createToolRegistry } from './tools/tool-registry';
@@ -70,6 +72,8 @@ export interface ToolGateClientOptions {
   policy?: LoadedPolicy;
   /** The private key of each caller this harness acts for; proposals are signed with it. */
   callerKey: (caller: string) => KeyObject | undefined;
+  /** Counts replays (`toolgate_replays_total`) when given: they are decided here, never in a worker. */
+  metrics?: Pick<ToolGateMetrics, 'replayed'>;
 }
 
 const memoArgumentsDigest = 'argumentsDigest';
@@ -85,6 +89,7 @@ export class ToolGateClient {
   private readonly taskQueue: string;
   private readonly policy: LoadedPolicy | undefined;
   private readonly callerKey: (caller: string) => KeyObject | undefined;
+  private readonly metrics: Pick<ToolGateMetrics, 'replayed'> | undefined;
 
   constructor(options: ToolGateClientOptions) {
     this.client = options.client;
@@ -92,6 +97,7 @@ export class ToolGateClient {
     this.taskQueue = options.taskQueue ?? defaultTaskQueue;
     this.policy = options.policy;
     this.callerKey = options.callerKey;
+    this.metrics = options.metrics;
   }
 
   /** The call id a proposal maps to, computed without starting anything. */
@@ -105,6 +111,18 @@ export class ToolGateClient {
    * its recorded result comes back with `replayed: true`.
    */
   async call(input: CallInput): Promise<ToolResult> {
+    // One span for the whole call: with tracing on (and the Temporal client's OpenTelemetry
+    // interceptor), the admission, the workflow, its activities and the backend's request join it.
+    const result = await inSpan('toolgate.call', { 'toolgate.tool': input.tool }, async (span) => {
+      const answered = await this.proposeOnce(input);
+      span.setAttributes({ 'toolgate.call_id': answered.callId, 'toolgate.code': answered.code });
+      return answered;
+    });
+    if (result.replayed) this.metrics?.replayed({ tool: result.tool });
+    return result;
+  }
+
+  private async proposeOnce(input: CallInput): Promise<ToolResult> {
     const proposal = capProposal(input);
     const contract = this.contractOf(proposal);
     const callId = deriveCallId({ proposal, idempotencyFields: contract?.idempotencyFields });

@@ -4,6 +4,8 @@ import type { z } from 'zod';
 import { defaultFixturesDirectoryName } from './contracts/contract-fixtures';
 import { defaultMaxFixtureAge, parseAge } from './contracts/contract-warnings';
 import type { NotificationsConfig } from './notifications/notification-config';
+import type { MetricsEndpointOptions } from './observability/metrics-server';
+import type { TracingConfig } from './observability/tracing';
 import { ConfigurationError } from './policy/load-policy';
 import type { ImplementedTool } from './tools/define-tool-implementation';
 import type { ExecutionRetry, ToolContract, ToolInputSchema } from './tools/define-tool';
@@ -18,9 +20,23 @@ export interface ToolGateConfig {
   implementations: () => readonly ImplementedTool[] | Promise<readonly ImplementedTool[]>;
   /** The SQLite audit store, relative to the config file (default `.toolgate/audit.sqlite`). */
   auditPath?: string;
+  /**
+   * A PostgreSQL URL (`postgres://user:password@host:5432/database`); when set, the audit store is
+   * PostgreSQL, shared by every worker, and `auditPath` is not used. `TOOLGATE_AUDIT_URL` overrides it.
+   */
+  auditUrl?: string;
   /** Where key files are, relative to the config file (default `.toolgate/keys`); the policy's key paths are relative to it. */
   keysDirectory?: string;
-  temporal?: { address?: string; namespace?: string; taskQueue?: string };
+  /**
+   * Where and how to reach Temporal (each field is overridden by its environment variable: see
+   * README, "Connections"): address, namespace, task queue, TLS or mTLS, a Temporal Cloud API key.
+   */
+  temporal?: TemporalConfig;
+  /**
+   * Payload encryption (AES-256-GCM) for every client and worker: `keys` in base64, the active one
+   * first, older ones after it so what they encrypted still reads. `TOOLGATE_CODEC_KEYS` overrides it.
+   */
+  codec?: CodecConfig;
   /** Retry of business checks and execution, unless a tool overrides it. */
   retry?: Partial<ExecutionRetry>;
   /** Sessions continue as new after this many admissions in one run (default 1,000). */
@@ -43,6 +59,36 @@ export interface ToolGateConfig {
    * be recorded again (`12h`, `30d`, `2w`; default `30d`). A command's flag overrides each.
    */
   contracts?: ContractsConfig;
+  /**
+   * The worker's Prometheus endpoint (GET /metrics): off unless a port is set here, by
+   * `toolgate worker --metrics-port` or by `TOOLGATE_METRICS_PORT`; host 127.0.0.1 unless set.
+   */
+  metrics?: MetricsEndpointOptions;
+  /**
+   * OpenTelemetry traces over OTLP HTTP: off unless an endpoint is set here or by
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` (see README, "Observability").
+   */
+  tracing?: TracingConfig;
+}
+
+/** The Temporal connection a config names; `TEMPORAL_*` and `TOOLGATE_TASK_QUEUE` override each field. */
+export interface TemporalConfig {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  /**
+   * TLS to the frontend: `true` for the system's root CAs, or PEM files relative to the config file
+   * (`caPath` the server's CA; `certPath` and `keyPath` this client's pair, for mTLS) and the name
+   * the server's certificate must carry when it is not the address's host.
+   */
+  tls?: boolean | { caPath?: string; certPath?: string; keyPath?: string; serverName?: string };
+  /** A Temporal Cloud API key (prefer `TEMPORAL_API_KEY`: a config file is often committed); implies TLS. */
+  apiKey?: string;
+}
+
+/** The payload codec's keys: an id and 32 bytes in base64 each, the active key first. */
+export interface CodecConfig {
+  keys: readonly { id: string; key: string }[];
 }
 
 /** Where the contract checks keep their files, and how old a recorded answer may grow. */

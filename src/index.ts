@@ -75,14 +75,54 @@ export { checkPolicy, ConfigurationError, loadPolicyFile } from './policy/load-p
 export type { LoadedPolicy } from './policy/load-policy';
 export type { CallerPolicy, PolicyFile, PolicyFileInput } from './policy/policy-schema';
 export { defineConfig, loadConfig, resolveConfig } from './config';
-export type { LoadedConfig, ToolGateConfig } from './config';
+export type { CodecConfig, LoadedConfig, TemporalConfig, ToolGateConfig } from './config';
 export { resolveNotifications } from './notifications/notification-config';
 export type { NotificationsConfig, ResolvedNotifications } from './notifications/notification-config';
 
+// Connections: TLS, API keys and the payload codec for every client and worker, and the codec server.
+export {
+  clientConnectionOptions,
+  connectTemporalClient,
+  nativeConnectionOptions,
+  resolvePayloadCodec,
+  resolveTemporalConnection,
+  temporalClientOn,
+  temporalEnvironmentVariables,
+  withoutTransportSecurity,
+} from './connection/temporal-connection';
+export type { ConnectionConfigSource, TemporalConnectionSettings } from './connection/temporal-connection';
+export {
+  codecKeysEnvironmentVariable,
+  encryptedPayloadEncoding,
+  encryptionKeyIdMetadata,
+  generateCodecKeyLine,
+  parseCodecKeys,
+  PayloadEncryptionCodec,
+  PayloadEncryptionError,
+} from './connection/payload-encryption';
+export type { PayloadEncryptionKey } from './connection/payload-encryption';
+export {
+  codecTokenEnvironmentVariable,
+  createCodecServerApp,
+  defaultCodecServerPort,
+  startCodecServer,
+} from './connection/codec-server';
+export type { CodecServer, CodecServerOptions, JsonPayload } from './connection/codec-server';
 // Workers.
 export { createToolGateWorker } from './worker';
 export type { ToolGateWorkerOptions } from './worker';
 export { startToolGateWorker } from './start-worker';
+
+// Observability: the worker's Prometheus metrics, and OpenTelemetry traces from the client to the backend.
+export { createToolGateMetrics } from './observability/metrics';
+export type { ToolGateMetrics } from './observability/metrics';
+export { installSdkMetrics, serveMetrics } from './observability/metrics-server';
+export type { MetricsEndpoint, MetricsEndpointOptions } from './observability/metrics-server';
+export { startTracing, tracingFromConfig } from './observability/tracing';
+export type { ToolGateTracing, TracingConfig } from './observability/tracing';
+export { traceHeaders } from './observability/spans';
+export { buildAuditReport } from './reporting/audit-report';
+export type { AuditReport } from './reporting/audit-report';
 export type { ToolGateWorkerHandle, WorkerTarget } from './start-worker';
 export { prepareNamespace } from './dev/dev-server';
 export type { PrepareNamespaceOptions } from './dev/dev-server';
@@ -174,6 +214,10 @@ export type {
 // Audit.
 export { openSqliteAuditStore } from './audit/audit-store';
 export type { AuditRecord, AuditStore, NotificationDelivery } from './audit/audit-store';
+// PostgreSQL: what several workers on several machines share; `openAuditStore` picks from the config.
+export { openPostgresAuditStore } from './audit/postgres-audit-store';
+export { openAuditStore } from './audit/open-audit-store';
+export type { AuditStoreConfig } from './audit/open-audit-store';
 // What an audit store of your own receives for each decision attempt (`AuditStore.appendDecisionAttempt`).
 export type { DecisionAttempt } from './shared/temporal';
 // Mining: candidate cases for the selection suite from recorded traffic (`toolgate mine`); never labels.

@@ -1,18 +1,27 @@
 import { existsSync } from 'node:fs';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { readApproverKeyStatus } from './admin/approver-keys';
 import type { Worker } from '@temporalio/worker';
-import { openSqliteAuditStore } from './audit/audit-store';
+import type { Registry } from 'prom-client';
 import type { AuditStore } from './audit/audit-store';
+import { openAuditStore } from './audit/open-audit-store';
 import type { LoadedConfig } from './config';
+import {
+  nativeConnectionOptions,
+  resolveTemporalConnection,
+  temporalClientOn,
+} from './connection/temporal-connection';
 import { createCredentialMinter } from './credentials/credential-minter';
 import type { CredentialMinter } from './credentials/credential-minter';
 import { keyPaths, readPrivateKey } from './keys/key-files';
 import { resolveNotifications } from './notifications/notification-config';
+import { createToolGateMetrics } from './observability/metrics';
+import type { MetricsEndpoint, MetricsEndpointOptions } from './observability/metrics-server';
+import { serveMetrics } from './observability/metrics-server';
+import type { ToolGateTracing } from './observability/tracing';
 import { loadPolicyFile } from './policy/load-policy';
 import type { LoadedPolicy } from './policy/load-policy';
-import { defaultTaskQueue } from './shared/temporal';
 import { createToolRegistry } from './tools/tool-registry';
 import type { ToolGateWorkerOptions } from './worker';
 import { createToolGateWorker } from './worker';
@@ -33,6 +42,8 @@ export interface ToolGateWorkerHandle {
   address: string;
   namespace: string;
   taskQueue: string;
+  /** The Prometheus endpoint (`url` ends in /metrics), when metrics are on; closed with the worker. */
+  metrics?: MetricsEndpoint & { registry: Registry };
   /** Runs the worker until it shuts down (SIGINT/SIGTERM, or `stop()`), then closes what it opened. */
   run(): Promise<void>;
   /** Shuts the worker down, waits for it, and closes what it opened. */
@@ -57,11 +68,29 @@ export async function startToolGateWorker(input: {
   minter?: CredentialMinter | null;
   tuning?: ToolGateWorkerOptions['tuning'];
   workflowBundle?: ToolGateWorkerOptions['workflowBundle'];
+  /**
+   * Serves toolgate's metrics on GET /metrics at this port (host 127.0.0.1 unless given); `false`
+   * turns them off. Default: the config's `metrics` (off when it has none).
+   */
+  metrics?: MetricsEndpointOptions | false;
+  /** The Temporal SDK's own Prometheus exporter (see `installSdkMetrics`), served through the same endpoint. */
+  sdkMetricsUrl?: string;
+  /** Traces the worker's workflows and activities (see `startTracing`); off when absent. */
+  tracing?: Pick<ToolGateTracing, 'spanProcessor' | 'resource'>;
+  /**
+   * Where the TLS, API key and codec settings (and the target's fields it leaves out) are read from
+   * (default `process.env`); see `resolveTemporalConnection`.
+   */
+  env?: NodeJS.ProcessEnv;
 }): Promise<ToolGateWorkerHandle> {
   const { config } = input;
-  const address = input.target?.address ?? config.temporal?.address ?? '127.0.0.1:7233';
-  const namespace = input.target?.namespace ?? config.temporal?.namespace ?? 'default';
-  const taskQueue = input.target?.taskQueue ?? config.temporal?.taskQueue ?? defaultTaskQueue;
+  // Checked before anything opens: unreadable TLS files or malformed codec keys stop the worker here.
+  const settings = resolveTemporalConnection({
+    config,
+    env: input.env ?? process.env,
+    overrides: { ...input.target },
+  });
+  const { address, namespace, taskQueue } = settings;
   const registry = createToolRegistry({ tools: config.tools });
   const policy = loadPolicyFile({
     path: input.policyPath ?? config.policyPath,
@@ -85,14 +114,33 @@ export async function startToolGateWorker(input: {
     }
   };
   try {
-    const audit = input.audit ?? openSqliteAuditStore({ path: config.auditPath });
+    // SQLite at auditPath, or PostgreSQL (shared by every worker) when auditUrl or TOOLGATE_AUDIT_URL names one.
+    const audit = input.audit ?? (await openAuditStore({ ...config, env: process.env }));
     if (!input.audit) closers.push(() => audit.close());
-    const connection = input.connection ?? (await NativeConnection.connect({ address }));
+    const connection =
+      input.connection ?? (await NativeConnection.connect(nativeConnectionOptions(settings)));
     if (!input.connection) closers.push(() => connection.close());
     const minter =
       input.minter === undefined
-        ? minterFromKeys({ config, policy, client: new Client({ connection, namespace }), taskQueue, audit })
+        ? minterFromKeys({
+            config,
+            policy,
+            client: temporalClientOn({ connection, settings }),
+            taskQueue,
+            audit,
+          })
         : (input.minter ?? undefined);
+    const endpointOptions = input.metrics === undefined ? config.metrics : input.metrics || undefined;
+    const metrics = endpointOptions ? createToolGateMetrics({ knownTools: registry.names }) : undefined;
+    const endpoint =
+      metrics && endpointOptions
+        ? await serveMetrics({
+            metrics,
+            endpoint: endpointOptions,
+            ...(input.sdkMetricsUrl ? { sdkMetricsUrl: input.sdkMetricsUrl } : {}),
+          })
+        : undefined;
+    if (endpoint) closers.push(() => endpoint.close());
     const worker = await createToolGateWorker({
       connection,
       namespace,
@@ -106,6 +154,9 @@ export async function startToolGateWorker(input: {
       ...(notifications ? { notifications } : {}),
       ...(input.tuning ? { tuning: input.tuning } : {}),
       ...(input.workflowBundle ? { workflowBundle: input.workflowBundle } : {}),
+      ...(metrics ? { metrics } : {}),
+      ...(input.tracing ? { tracing: input.tracing } : {}),
+      ...(settings.dataConverter ? { dataConverter: settings.dataConverter } : {}),
     });
     let running: Promise<void> | undefined;
     const run = (): Promise<void> => {
@@ -117,6 +168,7 @@ export async function startToolGateWorker(input: {
       policy,
       audit,
       ...(minter ? { minter } : {}),
+      ...(endpoint && metrics ? { metrics: { ...endpoint, registry: metrics.registry } } : {}),
       address,
       namespace,
       taskQueue,

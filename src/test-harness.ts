@@ -2,11 +2,18 @@ import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ApprovalAdmin } from './admin/approvals';
 import type { DecisionOutcome } from './admin/approvals';
 import { ToolGateClient } from './client';
 import type { LoadedConfig } from './config';
+import {
+  clientConnectionOptions,
+  resolveTemporalConnection,
+  temporalClientOn,
+  withoutTransportSecurity,
+} from './connection/temporal-connection';
 import type { DevServer } from './dev/dev-server';
 import { prepareNamespace, startDevServer } from './dev/dev-server';
 import type { KeyOwner } from './keys/key-files';
@@ -82,17 +89,29 @@ export async function startTestHarness(input: {
       address = server.address;
       namespace = server.namespace;
     }
-    const connection = await Connection.connect({ address });
+    // A dev server started here speaks plaintext on loopback: TLS and API keys are for a server of
+    // your own (`address`); the payload codec applies either way.
+    const env = input.address === undefined ? withoutTransportSecurity(process.env) : process.env;
+    const source =
+      input.address === undefined
+        ? { ...config, temporal: { ...config.temporal, tls: false, apiKey: undefined } }
+        : config;
+    const settings = resolveTemporalConnection({ config: source, env, overrides: { address, namespace } });
+    const connection = await Connection.connect(clientConnectionOptions(settings));
     stops.push(() => connection.close());
     if (input.address === undefined) await prepareNamespace({ connection, namespace });
     const taskQueue = `test-${randomUUID()}`;
-    const worker = await startToolGateWorker({ config, target: { address, namespace, taskQueue } });
+    const worker = await startToolGateWorker({
+      config: source,
+      target: { address, namespace, taskQueue },
+      env,
+    });
     const running = worker.run().catch(() => undefined);
     stops.push(async () => {
       await worker.stop();
       await running;
     });
-    const temporal = new Client({ connection, namespace });
+    const temporal = temporalClientOn({ connection, settings });
     const keyOf = (owner: KeyOwner): KeyObject | undefined => {
       try {
         return readPrivateKey(keyPaths({ directory: config.keysDirectory, owner }).privateKey);

@@ -1,6 +1,15 @@
+import type { Context as ActivityContext } from '@temporalio/activity';
+import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryWorkflowClientInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
 import { createApproverKeyActivities } from './activities/approver-key-activities';
 import { createNotificationActivities } from './activities/notification-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
@@ -8,6 +17,9 @@ import { admissionRefusalRecord } from './audit/audit-store';
 import type { AuditStore } from './audit/audit-store';
 import type { CredentialMinter } from './credentials/credential-minter';
 import type { ResolvedNotifications } from './notifications/notification-config';
+import type { ToolGateMetrics } from './observability/metrics';
+import { countingAuditStore, metricsActivityInterceptor } from './observability/metrics';
+import type { ToolGateTracing } from './observability/tracing';
 import type { LoadedPolicy } from './policy/load-policy';
 import type { ToolGateSinks } from './shared/temporal';
 import { defaultTaskQueue } from './shared/temporal';
@@ -36,6 +48,18 @@ export interface ToolGateWorkerOptions {
   notifications?: ResolvedNotifications;
   /** Another workflow bundle than toolgate's own prebuilt one (tests that run workflows of their own). */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Counts outcomes as they are audited (see `createToolGateMetrics`); nothing counted when absent. */
+  metrics?: ToolGateMetrics;
+  /**
+   * Traces workflows and activities (see `startTracing`): the traced workflow bundle, OpenTelemetry
+   * interceptors and the workflow span exporter sink. No interceptor at all when absent.
+   */
+  tracing?: Pick<ToolGateTracing, 'spanProcessor' | 'resource'>;
+  /**
+   * Payload codecs (e.g. the encryption codec of `resolveTemporalConnection`). Only codecs: they run
+   * outside the workflow sandbox, so the prebuilt bundle needs no converter of its own.
+   */
+  dataConverter?: Pick<DataConverter, 'payloadCodecs'>;
   /** Extra worker options (tuning); toolgate's own fields win. */
   tuning?: Partial<
     Omit<
@@ -59,52 +83,95 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     names.add(tool.contract.name);
   }
   const policy = options.policy;
+  const { metrics, tracing } = options;
+  // Counted where each outcome is written: once per record, however often it is sent.
+  const audit = metrics ? countingAuditStore(options.audit, metrics) : options.audit;
   const currentPolicy = typeof policy === 'function' ? policy : () => policy;
   const activities = {
     ...createToolCallActivities({
       tools: options.tools,
       policy: currentPolicy,
-      audit: options.audit,
+      audit,
       retry: { ...defaultExecutionRetry, ...options.retry },
       ...(options.session ? { session: options.session } : {}),
       ...(options.minter ? { minter: options.minter } : {}),
       ...(options.notifications ? { notifications: options.notifications.plan } : {}),
     }),
     // The audit store is the key lookups' second source: it remembers what a registry rolled back forgets.
-    ...createApproverKeyActivities({ policy: currentPolicy, audit: options.audit }),
+    ...createApproverKeyActivities({ policy: currentPolicy, audit }),
     ...createNotificationActivities({
-      audit: options.audit,
+      audit,
       ...(options.notifications ? { notifications: options.notifications } : {}),
     }),
   };
-  const audit = options.audit;
+  const interceptors = options.tuning?.interceptors;
   return Worker.create({
     ...options.tuning,
     connection: options.connection,
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue ?? defaultTaskQueue,
-    workflowBundle: options.workflowBundle ?? toolGateWorkflowBundle(),
+    workflowBundle: options.workflowBundle ?? toolGateWorkflowBundle({ traced: tracing !== undefined }),
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     activities,
+    ...(metrics || tracing
+      ? {
+          interceptors: {
+            ...interceptors,
+            activity: [
+              ...(interceptors?.activity ?? []),
+              ...(tracing
+                ? [
+                    (context: ActivityContext) => ({
+                      inbound: new OpenTelemetryActivityInboundInterceptor(context),
+                      outbound: new OpenTelemetryActivityOutboundInterceptor(context),
+                    }),
+                  ]
+                : []),
+              ...(metrics ? [metricsActivityInterceptor(metrics)] : []),
+            ],
+            // The activities' client (a call's report to its session) carries the trace too.
+            ...(tracing
+              ? {
+                  client: {
+                    ...interceptors?.client,
+                    workflow: [
+                      ...((interceptors?.client?.workflow as WorkflowClientInterceptor[] | undefined) ?? []),
+                      new OpenTelemetryWorkflowClientInterceptor(),
+                    ],
+                  },
+                }
+              : {}),
+          },
+        }
+      : {}),
     sinks: <InjectedSinks<ToolGateSinks>>{
+      ...(tracing ? { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } : {}),
+      metrics: {
+        // A session opened a circuit: counted here, in the worker, once (never on replay).
+        circuitOpened: {
+          fn: (_info, opened) => metrics?.circuitOpened(opened),
+          callDuringReplay: false,
+        },
+      },
       audit: {
         // Decision attempts refused by a validator leave no trace in history; this is their record.
         decisionAttempt: {
-          fn: (_info, attempt) => {
-            audit.appendDecisionAttempt({ ...attempt, source: 'workflow' });
+          fn: async (_info, attempt) => {
+            await audit.appendDecisionAttempt({ ...attempt, source: 'workflow' });
           },
           callDuringReplay: false,
         },
         // Session refusals start no call; this is their record (keyed by proposal: written once).
         admissionRefusal: {
-          fn: (_info, refusal) => {
-            audit.append(admissionRefusalRecord(refusal));
+          fn: async (_info, refusal) => {
+            await audit.append(admissionRefusalRecord(refusal));
           },
           callDuringReplay: false,
         },
         // Every change attempted on the approver-key registry, accepted or refused (written once per update).
         registryEvent: {
-          fn: (_info, event) => {
-            audit.appendRegistryEvent(event);
+          fn: async (_info, event) => {
+            await audit.appendRegistryEvent(event);
           },
           callDuringReplay: false,
         },

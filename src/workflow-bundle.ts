@@ -29,6 +29,13 @@ export const workflowBundlerOptions: Required<Pick<BundleOptions, 'webpackConfig
 
 /** The prebuilt bundle's file name in the built package, next to this module. */
 export const prebuiltBundleName = 'workflows.bundle.js';
+/** The traced bundle's file name (OpenTelemetry's workflow interceptors built in), when prebuilt. */
+export const prebuiltTracedBundleName = 'workflows.traced.bundle.js';
+
+/** OpenTelemetry's workflow interceptors: bundled only into the traced bundle, so an untraced worker runs none. */
+function tracingInterceptorModules(): string[] {
+  return [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+}
 
 /**
  * toolgate's workflow bundle. The workflows hold no user code, so the package ships them prebuilt
@@ -36,11 +43,16 @@ export const prebuiltBundleName = 'workflows.bundle.js';
  * the sources (this repository), the bundle is built once per change of `src/` and cached under
  * `.toolgate/cache`.
  */
-export function toolGateWorkflowBundle(): { codePath: string } {
-  const prebuilt = join(__dirname, prebuiltBundleName);
+export function toolGateWorkflowBundle(options: { traced?: boolean } = {}): { codePath: string } {
+  const traced = options.traced === true;
+  const prebuilt = join(__dirname, traced ? prebuiltTracedBundleName : prebuiltBundleName);
   if (existsSync(prebuilt)) return { codePath: prebuilt };
-  const workflowsPath = join(__dirname, 'workflows', 'index.ts');
-  if (!existsSync(workflowsPath)) {
+  // The traced bundle is built on first use when the package did not ship it (from its built workflows).
+  const sources = ['index.ts', ...(traced ? ['index.js'] : [])].map((name) =>
+    join(__dirname, 'workflows', name),
+  );
+  const workflowsPath = sources.find((path) => existsSync(path));
+  if (workflowsPath === undefined) {
     throw new Error(`toolgate's workflow bundle is missing (${prebuilt}): reinstall the package`);
   }
   const sourceRoot = __dirname;
@@ -48,9 +60,9 @@ export function toolGateWorkflowBundle(): { codePath: string } {
     dirname(sourceRoot),
     '.toolgate',
     'cache',
-    `workflows-${digestOfSources(sourceRoot)}.js`,
+    `workflows-${traced ? 'traced-' : ''}${digestOfSources(sourceRoot)}.js`,
   );
-  if (!existsSync(cache)) prebuildWorkflowBundle({ workflowsPath, outFile: cache });
+  if (!existsSync(cache)) prebuildWorkflowBundle({ workflowsPath, outFile: cache, traced });
   return { codePath: cache };
 }
 
@@ -58,12 +70,13 @@ export function toolGateWorkflowBundle(): { codePath: string } {
  * Bundles a workflows module in a short-lived child process (so the worker never holds webpack's
  * memory) and returns the bundle's path. Used by the build and by tests that run workflows of their own.
  */
-export function prebuildWorkflowBundle(input: { workflowsPath: string; outFile: string }): {
+export function prebuildWorkflowBundle(input: { workflowsPath: string; outFile: string; traced?: boolean }): {
   codePath: string;
 } {
   // From the sources this module is TypeScript and needs tsx to run; built, it is plain JavaScript.
   const loader = __filename.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  execFileSync(process.execPath, [...loader, __filename, input.workflowsPath, input.outFile], {
+  const traced = input.traced ? ['--traced'] : [];
+  execFileSync(process.execPath, [...loader, __filename, input.workflowsPath, input.outFile, ...traced], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return { codePath: input.outFile };
@@ -85,9 +98,10 @@ function digestOfSources(root: string): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-async function bundleToFile(workflowsPath: string, outFile: string): Promise<void> {
+async function bundleToFile(workflowsPath: string, outFile: string, traced: boolean): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: resolve(workflowsPath),
+    ...(traced ? { workflowInterceptorModules: tracingInterceptorModules() } : {}),
     ...workflowBundlerOptions,
   });
   mkdirSync(dirname(outFile), { recursive: true });
@@ -97,14 +111,14 @@ async function bundleToFile(workflowsPath: string, outFile: string): Promise<voi
   renameSync(partial, outFile);
 }
 
-// Run as a child: `tsx src/workflow-bundle.ts <workflowsPath> <outFile>`.
+// Run as a child: `tsx src/workflow-bundle.ts <workflowsPath> <outFile> [--traced]`.
 if (require.main === module) {
-  const [workflowsPath, outFile] = process.argv.slice(2);
+  const [workflowsPath, outFile, flag] = process.argv.slice(2);
   if (!workflowsPath || !outFile) {
-    process.stderr.write('usage: workflow-bundle <workflowsPath> <outFile>\n');
+    process.stderr.write('usage: workflow-bundle <workflowsPath> <outFile> [--traced]\n');
     process.exit(2);
   }
-  bundleToFile(workflowsPath, outFile).catch((error: unknown) => {
+  bundleToFile(workflowsPath, outFile, flag === '--traced').catch((error: unknown) => {
     process.stderr.write(`bundling ${workflowsPath} failed: ${String(error)}\n`);
     process.exit(1);
   });

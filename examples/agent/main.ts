@@ -4,17 +4,17 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ToolResult } from 'toolgate';
 import {
+  connectTemporalClient,
   createToolRegistry,
-  defaultTaskQueue,
   keyPaths,
   loadConfig,
   loadPolicyFile,
   readPrivateKey,
+  resolveTemporalConnection,
   ToolGateClient,
 } from 'toolgate';
 import type { AgentEvent } from './agent-loop';
@@ -151,17 +151,16 @@ async function main(): Promise<number> {
       );
     }
 
-    const connection = await Connection.connect({ address, connectTimeout: '5s' }).catch((error: unknown) => {
+    // TLS, API key and payload codec as configured (config or environment), like every toolgate client.
+    const settings = resolveTemporalConnection({ config, env: process.env, overrides: { address } });
+    const { connection, client: temporal } = await connectTemporalClient(settings).catch((error: unknown) => {
       throw new Error(`cannot reach Temporal at ${address} (${String(error)}); is \`npm start\` running?`);
     });
     stops.push(() => connection.close());
     const client = new ToolGateClient({
-      client: new Client({
-        connection,
-        namespace: process.env.TEMPORAL_NAMESPACE ?? config.temporal?.namespace ?? 'default',
-      }),
+      client: temporal,
       tools: config.tools,
-      taskQueue: process.env.TOOLGATE_TASK_QUEUE ?? config.temporal?.taskQueue ?? defaultTaskQueue,
+      taskQueue: settings.taskQueue,
       policy,
       callerKey: (name) => {
         try {

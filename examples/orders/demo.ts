@@ -4,9 +4,16 @@
 // approver itself (for the README and CI); otherwise it waits for you to run the approval command.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
 import type { ToolResult } from 'toolgate';
-import { ApprovalAdmin, keyPaths, loadConfig, readPrivateKey, ToolGateClient } from 'toolgate';
+import {
+  ApprovalAdmin,
+  connectTemporalClient,
+  keyPaths,
+  loadConfig,
+  readPrivateKey,
+  resolveTemporalConnection,
+  ToolGateClient,
+} from 'toolgate';
 import { createOrdersApiClient } from './orders-api-client';
 
 const projectRoot = resolve(__dirname, '..', '..');
@@ -15,12 +22,16 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     options: { 'auto-approve-as': { type: 'string' }, address: { type: 'string' } },
   });
-  const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
   const orders = createOrdersApiClient({ baseUrl: process.env.ORDERS_URL ?? 'http://127.0.0.1:4100' });
   const config = loadConfig({ path: resolve(projectRoot, 'toolgate.config.ts') });
-  const connection = await Connection.connect({ address, connectTimeout: '5s' });
+  // TLS, API key and payload codec as configured (config or environment), like every toolgate client.
+  const settings = resolveTemporalConnection({
+    config,
+    env: process.env,
+    overrides: values.address !== undefined ? { address: values.address } : {},
+  });
+  const { connection, client: temporal } = await connectTemporalClient(settings);
   try {
-    const temporal = new Client({ connection });
     const client = new ToolGateClient({
       client: temporal,
       tools: config.tools,

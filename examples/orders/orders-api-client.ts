@@ -272,9 +272,12 @@ type Request = { method: 'GET' | 'POST'; path: string; body?: unknown; headers?:
 export function createOrdersApiClient({
   baseUrl,
   timeoutMs = 5000,
+  requestHeaders,
 }: {
   baseUrl: string;
   timeoutMs?: number;
+  /** Headers added to every request, read at each one (e.g. toolgate's `traceHeaders`: the W3C trace context). */
+  requestHeaders?: () => Record<string, string>;
 }): OrdersApiClient {
   const root = baseUrl.replace(/\/+$/, '');
 
@@ -283,8 +286,9 @@ export function createOrdersApiClient({
     method,
     path,
     body,
-    headers = {},
+    headers: given = {},
   }: Request): Promise<RawResponse | OrdersUnavailable> {
+    const headers = requestHeaders ? { ...requestHeaders(), ...given } : given;
     let response: Response;
     let text: string;
     try {

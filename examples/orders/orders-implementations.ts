@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { z } from 'zod';
 import type { BackendResponse, ImplementedTool } from 'toolgate';
-import { defineToolImplementation, toolRejection, transientToolError } from 'toolgate';
+import { defineToolImplementation, toolRejection, transientToolError, traceHeaders } from 'toolgate';
 import type { OrdersApiClient, OrdersResponse, Refund } from './orders-api-client';
 import {
   createOrdersApiClient,
@@ -170,7 +170,8 @@ async function unreachableOrders(): Promise<OrdersApiClient> {
  * them), with the service's URL as their source.
  */
 export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiClient }): ImplementedTool[] {
-  const api = input.api ?? createOrdersApiClient({ baseUrl: input.ordersUrl });
+  // Each request carries the trace context of the activity that makes it (nothing when untraced).
+  const api = input.api ?? createOrdersApiClient({ baseUrl: input.ordersUrl, requestHeaders: traceHeaders });
   const source = input.ordersUrl;
   const getOrder = defineToolImplementation(getOrderContract, {
     output: {

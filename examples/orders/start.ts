@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import type { LoadedPolicy } from 'toolgate';
 import {
   defaultTaskQueue,
@@ -17,8 +17,11 @@ import {
   loadConfig,
   prepareNamespace,
   readPrivateKey,
+  resolveTemporalConnection,
   startToolGateWorker,
+  temporalClientOn,
   ToolGateClient,
+  withoutTransportSecurity,
 } from 'toolgate';
 import { createMcpToken, mcpTokenVerifier, startMcpHttpServer } from 'toolgate/mcp';
 import { startDevServer } from 'toolgate/testing';
@@ -86,6 +89,8 @@ async function main(): Promise<void> {
       config,
       target: { address: server.address, namespace: server.namespace, taskQueue: defaultTaskQueue },
       policyPath,
+      // The dev server started here speaks plaintext; the payload codec applies when configured.
+      env: withoutTransportSecurity(process.env),
     });
     stops.push(() => started.stop());
     const { policy } = started;
@@ -97,7 +102,14 @@ async function main(): Promise<void> {
     stops.push(() => mcpConnection.close());
     const mcp = await startMcpHttpServer({
       client: new ToolGateClient({
-        client: new Client({ connection: mcpConnection, namespace: server.namespace }),
+        client: temporalClientOn({
+          connection: mcpConnection,
+          settings: {
+            namespace: server.namespace,
+            dataConverter: resolveTemporalConnection({ config, env: withoutTransportSecurity(process.env) })
+              .dataConverter,
+          },
+        }),
         tools: config.tools,
         taskQueue: defaultTaskQueue,
         policy,

@@ -45,10 +45,12 @@ export function createApproverKeyActivities(dependencies: {
 }) {
   const { audit } = dependencies;
   /** Why the audit store says `inviteId` enrols nothing more; undefined when it shows it unused (or there is none). */
-  const usedInviteRefusal = (inviteId: string): Extract<InviteUseVerdict, { ok: false }> | undefined => {
-    const use = audit
-      ?.acceptedRegistryEventsAbout({ inviteId })
-      .find((event) => event.action === 'enrolKey' && event.inviteId === inviteId);
+  const usedInviteRefusal = async (
+    inviteId: string,
+  ): Promise<Extract<InviteUseVerdict, { ok: false }> | undefined> => {
+    const use = (await audit?.acceptedRegistryEventsAbout({ inviteId }))?.find(
+      (event) => event.action === 'enrolKey' && event.inviteId === inviteId,
+    );
     if (!use) return undefined;
     return {
       ok: false,
@@ -80,7 +82,7 @@ export function createApproverKeyActivities(dependencies: {
      * `ok` when it does not, or when the worker has no audit store. Throws when it cannot be read.
      */
     async checkInviteUnused(input: { inviteId: string }): Promise<InviteUseVerdict> {
-      return usedInviteRefusal(input.inviteId) ?? { ok: true };
+      return (await usedInviteRefusal(input.inviteId)) ?? { ok: true };
     },
 
     /**
@@ -123,7 +125,7 @@ export function createApproverKeyActivities(dependencies: {
         };
       }
       const inviteId = input.kind === 'invite' ? inviteIdOf(input.value) : undefined;
-      const used = inviteId !== undefined ? usedInviteRefusal(inviteId) : undefined;
+      const used = inviteId !== undefined ? await usedInviteRefusal(inviteId) : undefined;
       if (used) return { ...used, ...operators };
       return { ok: true, policyVersion: policy.version, ...operators };
     },

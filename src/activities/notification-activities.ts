@@ -50,7 +50,7 @@ export function createNotificationActivities(dependencies: {
       const progress = await readRoundProgress(claimed);
       const checked = noticeFromState({ notice: claimed, progress });
       if (!checked.ok) {
-        audit.appendNotificationDelivery({
+        await audit.appendNotificationDelivery({
           eventId: claimed.eventId,
           channel: claimed.channel,
           callId: claimed.callId,
@@ -75,9 +75,9 @@ export function createNotificationActivities(dependencies: {
           notificationFailureTypes.refused,
         );
       }
-      const done = audit
-        .notificationDeliveriesOf(notice.callId)
-        .find((delivery) => delivery.eventId === notice.eventId && delivery.channel === notice.channel);
+      const done = (await audit.notificationDeliveriesOf(notice.callId)).find(
+        (delivery) => delivery.eventId === notice.eventId && delivery.channel === notice.channel,
+      );
       if (done?.outcome === 'delivered') return { ok: true, status: 'already-delivered' };
       const body = JSON.stringify(
         webhookMessage({
@@ -123,11 +123,11 @@ export function createNotificationActivities(dependencies: {
         attempt,
       };
       if (status >= 200 && status < 300) {
-        audit.appendNotificationDelivery({ ...record, outcome: 'delivered' });
+        await audit.appendNotificationDelivery({ ...record, outcome: 'delivered' });
         return { ok: true, status: 'delivered', httpStatus: status };
       }
       if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
-        audit.appendNotificationDelivery({ ...record, outcome: 'refused' });
+        await audit.appendNotificationDelivery({ ...record, outcome: 'refused' });
         log.warn('notification refused by its channel', {
           channel: notice.channel,
           status,
@@ -152,7 +152,7 @@ export function createNotificationActivities(dependencies: {
      */
     async recordUndeliveredNotification(input: UndeliveredNotice): Promise<void> {
       const { notice } = input;
-      const recorded = audit.appendNotificationDelivery({
+      const recorded = await audit.appendNotificationDelivery({
         eventId: notice.eventId,
         channel: notice.channel,
         callId: notice.callId,

@@ -359,7 +359,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
      * once, and the session counts a run's report once.
      */
     async finishToolCall(input: FinishCallInput): Promise<{ appended: boolean; reported: boolean }> {
-      const appended = dependencies.audit.append(input.record);
+      const appended = await dependencies.audit.append(input.record);
       if (!input.report) return { appended, reported: false };
       try {
         await Context.current()

@@ -110,7 +110,7 @@ export class ApprovalAdmin {
     if (!state || !approval || approval.state !== 'pending') {
       const outcome = closedCallRefusal({ callId: input.callId, state });
       // Nothing was signed or sent: the attempt names the run of the call's last round ('' when it had none).
-      this.audit?.appendDecisionAttempt({
+      await this.audit?.appendDecisionAttempt({
         updateId: randomUUID(),
         callId: input.callId,
         runId: approval?.runId ?? '',
@@ -157,7 +157,7 @@ export class ApprovalAdmin {
     } catch (error) {
       outcome = refusalOf(error) ?? (await this.closedRunRefusal(input.callId));
     }
-    this.audit?.appendDecisionAttempt({
+    await this.audit?.appendDecisionAttempt({
       updateId,
       callId: input.callId,
       runId: input.decision.envelope.runId,

@@ -269,7 +269,7 @@ export async function readApproverKeyStatus(
       : keyStatusIn(view, input.keyId, { inviteId: input.inviteId, nowMs: Date.now() });
   if (!input.audit) return status;
   const inviteId = status.status === 'unknown' ? input.inviteId : status.key.inviteId;
-  const events = input.audit.acceptedRegistryEventsAbout({
+  const events = await input.audit.acceptedRegistryEventsAbout({
     keyId: input.keyId,
     ...(inviteId !== undefined ? { inviteId } : {}),
   });
@@ -381,7 +381,7 @@ async function sendToRegistry<Argument>(
       const value = change[field];
       if (value !== undefined) event[field] = value.slice(0, maxAuditedNameLength);
     }
-    input.audit.appendRegistryEvent(event);
+    await input.audit.appendRegistryEvent(event);
   }
   return outcome;
 }

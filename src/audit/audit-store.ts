@@ -87,46 +87,56 @@ export type NotificationDelivery = {
     }
 );
 
-/** An append-only store of audit records. */
+/**
+ * An append-only store of audit records, shared by the workers and the admin side. Two
+ * implementations: SQLite (`openSqliteAuditStore`, one machine) and PostgreSQL
+ * (`openPostgresAuditStore`, several workers on several machines); `openAuditStore` picks one from
+ * the config. Both refuse updates and deletes in the database itself, and both write an append
+ * retried with the same key once. A method whose store cannot be reached rejects.
+ */
 export interface AuditStore {
-  /** Appends a record; appending the same (call id, run id) again changes nothing. Returns whether it was new. */
-  append(record: AuditRecord): boolean;
+  /** Appends a record; appending the same (call id, run id) again changes nothing. Resolves whether it was new. */
+  append(record: AuditRecord): Promise<boolean>;
   /** Every record of a call, oldest first. */
-  recordsOf(callId: string): AuditRecord[];
+  recordsOf(callId: string): Promise<AuditRecord[]>;
   /** The newest records, newest first. */
-  recent(input?: { limit?: number }): AuditRecord[];
+  recent(input?: { limit?: number }): Promise<AuditRecord[]>;
   /**
    * The records written from `since` (inclusive) to `until` (exclusive), ISO 8601 instants, oldest
    * first: what mining (`toolgate mine`) reads. Never changes anything.
    */
-  recordsBetween(input: { since: string; until: string }): AuditRecord[];
+  recordsBetween(input: { since: string; until: string }): Promise<AuditRecord[]>;
   /** Every record of a session (its calls and its admission refusals), oldest first. */
-  recordsOfSession(session: string): AuditRecord[];
+  recordsOfSession(session: string): Promise<AuditRecord[]>;
   /** Appends a decision attempt, accepted or refused; the same (update id, source) twice writes once. */
-  appendDecisionAttempt(attempt: DecisionAttempt): boolean;
+  appendDecisionAttempt(attempt: DecisionAttempt): Promise<boolean>;
   /** Every decision attempt on a call, oldest first. */
-  decisionAttemptsOf(callId: string): (DecisionAttempt & { recordedAt: string })[];
+  decisionAttemptsOf(callId: string): Promise<(DecisionAttempt & { recordedAt: string })[]>;
   /** Appends a change attempted on the approver-key registry; the same (update id, outcome) twice writes once. */
-  appendRegistryEvent(event: RegistryEvent): boolean;
+  appendRegistryEvent(event: RegistryEvent): Promise<boolean>;
   /** Registry changes attempted, oldest first. */
-  registryEvents(): (RegistryEvent & { recordedAt: string })[];
+  registryEvents(): Promise<(RegistryEvent & { recordedAt: string })[]>;
   /**
    * The registry changes accepted that name `keyId` or `inviteId` (either may be omitted), oldest
    * first: what the key lookups cross-check the registry's answer against. Never changes anything.
    */
-  acceptedRegistryEventsAbout(input: { keyId?: string; inviteId?: string }): (RegistryEvent & {
-    recordedAt: string;
-  })[];
+  acceptedRegistryEventsAbout(input: { keyId?: string; inviteId?: string }): Promise<
+    (RegistryEvent & {
+      recordedAt: string;
+    })[]
+  >;
   /** Appends a webhook delivery (an event to a channel: delivered, refused or failed); the same (event id, channel) twice writes once. */
-  appendNotificationDelivery(delivery: NotificationDelivery): boolean;
+  appendNotificationDelivery(delivery: NotificationDelivery): Promise<boolean>;
   /** Every webhook delivery of a call, oldest first. */
-  notificationDeliveriesOf(callId: string): (NotificationDelivery & { recordedAt: string })[];
-  close(): void;
+  notificationDeliveriesOf(callId: string): Promise<(NotificationDelivery & { recordedAt: string })[]>;
+  /** Closes the store (its file, or its pool of connections); a store is not used after. */
+  close(): Promise<void>;
 }
 
 /**
- * Opens (creating when missing) a SQLite audit store. Rows can be inserted only: triggers refuse
- * updates and deletes, so a record, once written, stays as written.
+ * Opens (creating when missing) a SQLite audit store: the embedded default, for workers on one
+ * machine. Rows can be inserted only: triggers refuse updates and deletes, so a record, once written,
+ * stays as written. Its timestamps are the writing process's clock.
  */
 export function openSqliteAuditStore(input: { path: string }): AuditStore {
   if (input.path !== ':memory:') mkdirSync(dirname(input.path), { recursive: true });
@@ -236,8 +246,9 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
   };
   const parse = (rows: unknown[]): AuditRecord[] =>
     rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
+  // better-sqlite3 is synchronous: each method runs its statement at once, and a failure rejects.
   return {
-    append: (record) =>
+    append: async (record) =>
       insert.run({
         callId: record.callId,
         runId: record.runId,
@@ -249,11 +260,11 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
         recordedAt: new Date().toISOString(),
         record: JSON.stringify(record),
       }).changes === 1,
-    recordsOf: (callId) => parse(byCall.all(callId)),
-    recent: (options) => parse(newest.all(options?.limit ?? 50)),
-    recordsBetween: ({ since, until }) => parse(written.all(since, until)),
-    recordsOfSession: (session) => parse(bySession.all(session)),
-    appendDecisionAttempt: (attempt) =>
+    recordsOf: async (callId) => parse(byCall.all(callId)),
+    recent: async (options) => parse(newest.all(options?.limit ?? 50)),
+    recordsBetween: async ({ since, until }) => parse(written.all(since, until)),
+    recordsOfSession: async (session) => parse(bySession.all(session)),
+    appendDecisionAttempt: async (attempt) =>
       insertAttempt.run({
         updateId: attempt.updateId,
         source: attempt.source,
@@ -261,24 +272,24 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
         recordedAt: new Date().toISOString(),
         attempt: JSON.stringify(attempt),
       }).changes === 1,
-    decisionAttemptsOf: (callId) =>
+    decisionAttemptsOf: async (callId) =>
       attemptsByCall.all(callId).map((row) => {
         const { attempt, recorded_at: recordedAt } = row as { attempt: string; recorded_at: string };
         return { ...(JSON.parse(attempt) as DecisionAttempt), recordedAt };
       }),
-    appendRegistryEvent: (event) =>
+    appendRegistryEvent: async (event) =>
       insertRegistryEvent.run({
         updateId: event.updateId,
         outcome: event.outcome,
         recordedAt: new Date().toISOString(),
         event: JSON.stringify(event),
       }).changes === 1,
-    registryEvents: () => allRegistryEvents.all().map(parseRegistryEvent),
-    acceptedRegistryEventsAbout: ({ keyId, inviteId }) =>
+    registryEvents: async () => allRegistryEvents.all().map(parseRegistryEvent),
+    acceptedRegistryEventsAbout: async ({ keyId, inviteId }) =>
       acceptedRegistryEvents
         .all({ keyId: keyId ?? null, inviteId: inviteId ?? null })
         .map(parseRegistryEvent),
-    appendNotificationDelivery: (delivery) =>
+    appendNotificationDelivery: async (delivery) =>
       insertDelivery.run({
         eventId: delivery.eventId,
         channel: delivery.channel,
@@ -286,11 +297,13 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
         recordedAt: new Date().toISOString(),
         delivery: JSON.stringify(delivery),
       }).changes === 1,
-    notificationDeliveriesOf: (callId) =>
+    notificationDeliveriesOf: async (callId) =>
       deliveriesByCall.all(callId).map((row) => {
         const { delivery, recorded_at: recordedAt } = row as { delivery: string; recorded_at: string };
         return { ...(JSON.parse(delivery) as NotificationDelivery), recordedAt };
       }),
-    close: () => database.close(),
+    close: async () => {
+      database.close();
+    },
   };
 }

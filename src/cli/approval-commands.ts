@@ -1,8 +1,9 @@
-import { Client, Connection } from '@temporalio/client';
 import type { Command } from 'commander';
 import { ApprovalAdmin } from '../admin/approvals';
-import { openSqliteAuditStore } from '../audit/audit-store';
+import type { AuditStore } from '../audit/audit-store';
+import { openAuditStore } from '../audit/open-audit-store';
 import type { LoadedConfig } from '../config';
+import { connectTemporalClient } from '../connection/temporal-connection';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import type { CliContext, GlobalOptions } from './cli-context';
 import { commandAction, configOf, connectionSettings } from './cli-context';
@@ -127,17 +128,18 @@ async function withApprovalAdmin(
 ): Promise<number> {
   const config = configOf(input.options);
   const settings = connectionSettings(input.options, config);
-  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
-  const audit = input.audited ? openSqliteAuditStore({ path: config.auditPath }) : undefined;
+  const { connection, client: temporal } = await connectTemporalClient(settings);
+  let audit: AuditStore | undefined;
   try {
+    audit = input.audited ? await openAuditStore({ ...config, env: process.env }) : undefined;
     const admin = new ApprovalAdmin({
-      client: new Client({ connection, namespace: settings.namespace }),
+      client: temporal,
       taskQueue: settings.taskQueue,
       ...(audit ? { audit } : {}),
     });
     return await use({ admin, config });
   } finally {
-    audit?.close();
+    await audit?.close();
     await connection.close();
   }
 }

@@ -1,4 +1,3 @@
-import { Client, Connection } from '@temporalio/client';
 import type { Command } from 'commander';
 import type { KeyObject } from 'node:crypto';
 import {
@@ -8,9 +7,10 @@ import {
   revokeApproverKey,
 } from '../admin/approver-keys';
 import type { ApproverKeysTarget } from '../admin/approver-keys';
-import { openSqliteAuditStore } from '../audit/audit-store';
+import { openAuditStore } from '../audit/open-audit-store';
 import type { AuditStore } from '../audit/audit-store';
 import type { LoadedConfig } from '../config';
+import { connectTemporalClient } from '../connection/temporal-connection';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import { durationMs } from '../shared/durations';
 import type { CliContext, GlobalOptions } from './cli-context';
@@ -178,15 +178,15 @@ async function withRegistry(
 ): Promise<number> {
   const config = configOf(input.options);
   const settings = connectionSettings(input.options, config);
-  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  const { connection, client: temporal } = await connectTemporalClient(settings);
   let audit: AuditStore | undefined;
   try {
-    audit = input.audited ? openSqliteAuditStore({ path: config.auditPath }) : undefined;
-    const client = new Client({ connection, namespace: settings.namespace });
+    audit = input.audited ? await openAuditStore({ ...config, env: process.env }) : undefined;
+    const client = temporal;
     const target = { client, taskQueue: settings.taskQueue, ...(audit ? { audit } : {}) };
     return await use({ target, config });
   } finally {
-    audit?.close();
+    await audit?.close();
     await connection.close();
   }
 }

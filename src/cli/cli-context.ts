@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { ToolGateClient } from '../client';
 import { loadConfig } from '../config';
+import type { TemporalConnectionSettings } from '../connection/temporal-connection';
+import { connectTemporalClient, resolveTemporalConnection } from '../connection/temporal-connection';
 import type { LoadedConfig } from '../config';
 import type { KeyOwner } from '../keys/key-files';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import { loadPolicyFile } from '../policy/load-policy';
 import type { LoadedPolicy } from '../policy/load-policy';
-import { defaultTaskQueue } from '../shared/temporal';
 import { createToolRegistry } from '../tools/tool-registry';
 
 /** Where output goes; tests pass their own. */
@@ -50,14 +50,20 @@ export function addressOf(options: GlobalOptions): string {
   return options.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
 }
 
-/** Address, namespace and task queue: the flag, else the environment, else the config, else the default. */
-export function connectionSettings(options: GlobalOptions, config: LoadedConfig) {
-  return {
-    address: options.address ?? process.env.TEMPORAL_ADDRESS ?? config.temporal?.address ?? '127.0.0.1:7233',
-    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? config.temporal?.namespace ?? 'default',
-    taskQueue:
-      options.taskQueue ?? process.env.TOOLGATE_TASK_QUEUE ?? config.temporal?.taskQueue ?? defaultTaskQueue,
-  };
+/**
+ * Address, namespace and task queue (the flag, else the environment, else the config, else the
+ * default), and TLS, API key and payload codec (the environment, else the config).
+ */
+export function connectionSettings(options: GlobalOptions, config: LoadedConfig): TemporalConnectionSettings {
+  return resolveTemporalConnection({
+    config,
+    env: process.env,
+    overrides: {
+      ...(options.address !== undefined ? { address: options.address } : {}),
+      ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),
+      ...(options.taskQueue !== undefined ? { taskQueue: options.taskQueue } : {}),
+    },
+  });
 }
 
 /** Loads the config named by `--config` or TOOLGATE_CONFIG, else `./toolgate.config.ts` (or `.js`). */
@@ -87,10 +93,10 @@ export async function withClient<T>(
       registry: createToolRegistry({ tools: config.tools }),
       keysDirectory: config.keysDirectory,
     });
-  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  const { connection, client: temporal } = await connectTemporalClient(settings);
   try {
     const client = new ToolGateClient({
-      client: new Client({ connection, namespace: settings.namespace }),
+      client: temporal,
       tools: config.tools,
       taskQueue: settings.taskQueue,
       policy,

@@ -1,12 +1,13 @@
-import { Client, Connection } from '@temporalio/client';
 import type { Command } from 'commander';
 import type { AuditStore } from '../audit/audit-store';
-import { openSqliteAuditStore } from '../audit/audit-store';
+import type { AuditStoreConfig } from '../audit/open-audit-store';
+import { auditUrlVariable, openAuditStore } from '../audit/open-audit-store';
+import type { TemporalConnectionSettings } from '../connection/temporal-connection';
+import { connectTemporalClient, resolveTemporalConnection } from '../connection/temporal-connection';
 import { startApprovalsConsole } from '../console/approvals-console';
 import type { ConsolePolicy } from '../console/console-policy';
 import { loadConsolePolicy } from '../console/console-policy';
 import { loadPolicyFile } from '../policy/load-policy';
-import { defaultTaskQueue } from '../shared/temporal';
 import { createToolRegistry } from '../tools/tool-registry';
 import type { CliContext, GlobalOptions } from './cli-context';
 import { commandAction, configOf, connectionSettings, untilStopped } from './cli-context';
@@ -38,7 +39,11 @@ export function addConsoleCommand(program: Command, context: CliContext): void {
         'operators\' keys inline ("ed25519:<hex>") or as .pub files next to it (then give --address, ' +
         '--namespace, --task-queue and --audit as flags)',
     )
-    .option('--audit <file>', 'the audit store the history page reads and relayed decisions are logged to')
+    .option(
+      '--audit <file or url>',
+      'the audit store the history page reads and relayed decisions are logged to: a SQLite file or a ' +
+        `PostgreSQL URL (default: ${auditUrlVariable}, then the config's)`,
+    )
     .option(
       '--exit-with-parent',
       'stop when standard input closes: for a program that runs the console as its child',
@@ -50,11 +55,16 @@ export function addConsoleCommand(program: Command, context: CliContext): void {
     );
 }
 
-/** What the console serves from: the Temporal settings, the policy and the audit store's path. */
+/** What the console serves from: the Temporal settings, the policy and where the audit store is. */
 interface ConsoleSources {
-  settings: { address: string; namespace: string; taskQueue: string };
+  settings: TemporalConnectionSettings;
   policy: ConsolePolicy;
-  auditPath: string | undefined;
+  audit: AuditStoreConfig | undefined;
+}
+
+/** The --audit flag, a SQLite file or a PostgreSQL URL: it wins over the environment and the config. */
+function auditFlag(value: string): AuditStoreConfig {
+  return /^postgres(ql)?:\/\//.test(value) ? { auditUrl: value, env: {} } : { auditPath: value, env: {} };
 }
 
 /**
@@ -64,13 +74,22 @@ interface ConsoleSources {
 function sourcesOf(options: ConsoleOptions): ConsoleSources {
   if (options.policy !== undefined) {
     return {
-      settings: {
-        address: options.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-        namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
-        taskQueue: options.taskQueue ?? process.env.TOOLGATE_TASK_QUEUE ?? defaultTaskQueue,
-      },
+      // No config: the flags, else the environment (TLS, API key and codec keys too), else the defaults.
+      settings: resolveTemporalConnection({
+        env: process.env,
+        overrides: {
+          ...(options.address !== undefined ? { address: options.address } : {}),
+          ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),
+          ...(options.taskQueue !== undefined ? { taskQueue: options.taskQueue } : {}),
+        },
+      }),
       policy: loadConsolePolicy({ path: options.policy }),
-      auditPath: options.audit,
+      audit:
+        options.audit !== undefined
+          ? auditFlag(options.audit)
+          : process.env[auditUrlVariable]
+            ? { env: process.env }
+            : undefined,
     };
   }
   const config = configOf(options);
@@ -81,7 +100,7 @@ function sourcesOf(options: ConsoleOptions): ConsoleSources {
       registry: createToolRegistry({ tools: config.tools }),
       keysDirectory: config.keysDirectory,
     }),
-    auditPath: options.audit ?? config.auditPath,
+    audit: options.audit !== undefined ? auditFlag(options.audit) : { ...config, env: process.env },
   };
 }
 
@@ -92,13 +111,13 @@ async function consoleCommand(input: { options: ConsoleOptions; context: CliCont
     context.output.error(`error: --port takes a port number (got "${options.port}")`);
     return 2;
   }
-  const { settings, policy, auditPath } = sourcesOf(options);
-  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
+  const { settings, policy, audit: auditSource } = sourcesOf(options);
+  const { connection, client: temporal } = await connectTemporalClient(settings);
   let audit: AuditStore | undefined;
   try {
-    audit = auditPath !== undefined ? openSqliteAuditStore({ path: auditPath }) : undefined;
+    audit = auditSource !== undefined ? await openAuditStore(auditSource) : undefined;
     const approvals = await startApprovalsConsole({
-      client: new Client({ connection, namespace: settings.namespace }),
+      client: temporal,
       taskQueue: settings.taskQueue,
       policy,
       ...(audit ? { audit } : {}),
@@ -121,7 +140,7 @@ async function consoleCommand(input: { options: ConsoleOptions; context: CliCont
     }
     return 0;
   } finally {
-    audit?.close();
+    await audit?.close();
     await connection.close();
   }
 }

@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { addApprovalCommands } from './approval-commands';
 import { addApproverCommands } from './approver-commands';
 import { addCallCommands } from './call-commands';
+import { addCodecCommands } from './codec-commands';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
 import { addConsoleCommand } from './console-command';
@@ -14,6 +15,7 @@ import { addEvalCommand } from './eval-command';
 import { addKeyCommands } from './key-commands';
 import { addMcpCommands } from './mcp-commands';
 import { addMineCommand } from './mine-command';
+import { addReportCommand } from './report-command';
 import { addSessionCommands } from './session-commands';
 import { addWorkerCommand } from './worker-command';
 
@@ -86,8 +88,10 @@ function createProgram(context: CliContext): Command {
   addMcpCommands(program, context);
   addConsoleCommand(program, context);
   addMineCommand(program, context);
+  addReportCommand(program, context);
   addEvalCommand(program, context);
   addContractCommands(program, context);
+  addCodecCommands(program, context);
   return program;
 }
 

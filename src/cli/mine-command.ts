@@ -1,8 +1,9 @@
-import { existsSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { openSqliteAuditStore } from '../audit/audit-store';
+import { connectTemporalClient } from '../connection/temporal-connection';
+import type { AuditStore } from '../audit/audit-store';
+import { auditUrlOf, openAuditStore } from '../audit/open-audit-store';
 import { caseFileSkeleton } from '../mining/case-skeleton';
 import type { MiningReport } from '../mining/mine-cases';
 import { defaultMiningLimit, mineCases } from '../mining/mine-cases';
@@ -78,23 +79,35 @@ async function mine(input: { options: MineOptions; output: CliOutput }): Promise
       `${out} exists (perhaps half labelled); name another file, or pass --force`,
     );
   }
+  if (out !== undefined) {
+    // Mining may take a while: a file that cannot be written is said now, not after it.
+    const folder = dirname(out);
+    if (!existsSync(folder) || !statSync(folder).isDirectory()) {
+      return refuse('OUTPUT_UNWRITABLE', `--out: no folder ${folder} to write ${out} in; create it first`);
+    }
+    if (existsSync(out) && statSync(out).isDirectory()) {
+      return refuse('OUTPUT_UNWRITABLE', `--out: ${out} is a folder; name the case file to write`);
+    }
+  }
   const config = configOf(options);
-  // Opening a missing store would create an empty one and report nothing found: say what is wrong instead.
-  if (config.auditPath !== ':memory:' && !existsSync(config.auditPath)) {
+  // Opening a missing SQLite store would create an empty one and report nothing found: say what is wrong instead.
+  const audited = { ...config, env: process.env };
+  if (auditUrlOf(audited) === undefined && config.auditPath !== ':memory:' && !existsSync(config.auditPath)) {
     return refuse(
       'AUDIT_STORE_MISSING',
       `no audit store at ${config.auditPath}; check auditPath in your config (a worker writes it)`,
     );
   }
   const settings = connectionSettings(options, config);
-  const connection = await Connection.connect({ address: settings.address, connectTimeout: '5s' });
-  const audit = openSqliteAuditStore({ path: config.auditPath });
+  const { connection, client: temporal } = await connectTemporalClient(settings);
+  let audit: AuditStore | undefined;
   let report: MiningReport;
   try {
+    audit = await openAuditStore(audited);
     report = await mineCases({
       audit,
       sessions: {
-        client: new Client({ connection, namespace: settings.namespace }),
+        client: temporal,
         taskQueue: settings.taskQueue,
       },
       since: since.instant,
@@ -102,21 +115,32 @@ async function mine(input: { options: MineOptions; output: CliOutput }): Promise
       limit,
     });
   } finally {
-    audit.close();
+    await audit?.close();
     await connection.close();
   }
-  const wrote = out !== undefined && report.candidates.length > 0;
-  if (wrote) {
-    // Never over a file that appeared meanwhile, unless --force.
-    writeFileSync(out, `${JSON.stringify(caseFileSkeleton({ report }), null, 2)}\n`, {
-      flag: options.force ? 'w' : 'wx',
-    });
+  let wrote = false;
+  let notWritten: number | undefined;
+  if (out !== undefined && report.candidates.length > 0) {
+    try {
+      // Never over a file that appeared meanwhile, unless --force.
+      writeFileSync(out, `${JSON.stringify(caseFileSkeleton({ report }), null, 2)}\n`, {
+        flag: options.force ? 'w' : 'wx',
+      });
+      wrote = true;
+    } catch (error) {
+      // The report is still shown below: the mining is not lost with the file.
+      notWritten =
+        (error as NodeJS.ErrnoException).code === 'EEXIST'
+          ? refuse('OUTPUT_EXISTS', `${out} appeared while mining; name another file, or pass --force`)
+          : refuse('OUTPUT_UNWRITABLE', `${out} could not be written (${(error as Error).message})`);
+    }
   }
   if (options.json) {
     output.out(JSON.stringify({ ...report, ...(wrote ? { out } : {}) }));
-    return 0;
+    return notWritten ?? 0;
   }
   output.out(formatReport(report));
+  if (notWritten !== undefined) return notWritten;
   if (out !== undefined) {
     output.out(
       wrote

@@ -162,22 +162,22 @@ export interface ApprovalHistory {
  * `openCallIds` (calls still waiting), newest first, at most `refusedLimit`. Reads a bounded number
  * of records: four per closed call wanted.
  */
-export function approvalHistory(input: {
+export async function approvalHistory(input: {
   audit: AuditStore;
   openCallIds: readonly string[];
   limit?: number;
   offset?: number;
   refusedLimit?: number;
-}): ApprovalHistory {
+}): Promise<ApprovalHistory> {
   const limit = input.limit ?? 25;
   const offset = input.offset ?? 0;
   const scanned = (offset + limit) * 4;
-  const records = input.audit.recent({ limit: scanned });
+  const records = await input.audit.recent({ limit: scanned });
   const closed: HistoryEntry[] = [];
   let skipped = 0;
   let more = records.length >= scanned;
   for (const record of records) {
-    const attempts = input.audit.decisionAttemptsOf(record.callId);
+    const attempts = await input.audit.decisionAttemptsOf(record.callId);
     const askedApproval = record.code.startsWith('APPROVAL_') || (record.decisions?.length ?? 0) > 0;
     if (!askedApproval && attempts.length === 0) continue;
     if (skipped < offset) {
@@ -196,7 +196,7 @@ export function approvalHistory(input: {
   const refusedByUpdate = new Map<string, RefusedAttempt>();
   const callIds = new Set([...closed.map((entry) => entry.record.callId), ...input.openCallIds]);
   for (const callId of callIds) {
-    for (const attempt of input.audit.decisionAttemptsOf(callId)) {
+    for (const attempt of await input.audit.decisionAttemptsOf(callId)) {
       if (attempt.outcome === 'accepted') continue;
       const seen = refusedByUpdate.get(attempt.updateId);
       if (!seen || attempt.source === 'workflow') refusedByUpdate.set(attempt.updateId, attempt);

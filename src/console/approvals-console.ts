@@ -433,7 +433,7 @@ function createConsoleApp(input: {
     const pageNumber = Number.isInteger(requested) ? Math.min(Math.max(requested, 1), historyPages) : 1;
     const open = await pendingQueue({});
     const history = input.audit
-      ? approvalHistory({
+      ? await approvalHistory({
           audit: input.audit,
           openCallIds: open.entries.map((entry) => entry.callId),
           limit: historyPageSize,

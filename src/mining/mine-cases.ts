@@ -50,12 +50,13 @@ export async function mineCases(input: {
     );
   }
   const since = input.since.toISOString();
-  const records = input.audit.recordsBetween({ since, until: until.toISOString() });
+  const records = await input.audit.recordsBetween({ since, until: until.toISOString() });
+  // Each session is read once, before the candidates are found (which reads them synchronously).
   const bySession = new Map<string, readonly AuditRecord[]>();
-  const recordsOfSession = (session: string): readonly AuditRecord[] => {
+  const readSession = async (session: string): Promise<readonly AuditRecord[]> => {
     let found = bySession.get(session);
     if (!found) {
-      found = input.audit.recordsOfSession(session);
+      found = await input.audit.recordsOfSession(session);
       bySession.set(session, found);
     }
     return found;
@@ -67,14 +68,15 @@ export async function mineCases(input: {
         since: input.since,
         until,
         // A session with no audited call cannot have been handed off right after one.
-        worthReading: (session) => recordsOfSession(session).length > 0,
+        worthReading: async (session) => (await readSession(session)).length > 0,
       })
     : undefined;
   const ends = read || input.sessionEnds ? [...(read ?? []), ...(input.sessionEnds ?? [])] : undefined;
+  for (const end of ends ?? []) if (end.reason === 'handoff') await readSession(end.session);
   const { candidates, found } = findCandidates({
     records,
     sessionEnds: ends ?? [],
-    recordsOfSession,
+    recordsOfSession: (session) => bySession.get(session) ?? [],
     limit: input.limit ?? defaultMiningLimit,
   });
   return {

@@ -7,6 +7,7 @@ export const miningUsageCodes = [
   'INVALID_DATE',
   'INVALID_LIMIT',
   'OUTPUT_EXISTS',
+  'OUTPUT_UNWRITABLE',
   'AUDIT_STORE_MISSING',
 ] as const;
 

@@ -21,7 +21,7 @@ export async function readSessionEnds(input: {
   taskQueue: string;
   since: Date;
   until: Date;
-  worthReading?: (session: string) => boolean;
+  worthReading?: (session: string) => boolean | Promise<boolean>;
 }): Promise<SessionEnd[]> {
   // The queue name is configuration, never a request's; quotes are dropped all the same.
   const query =
@@ -32,7 +32,7 @@ export async function readSessionEnds(input: {
   for await (const execution of input.client.workflow.list({ query })) {
     const session = execution.typedSearchAttributes.get(searchAttributes.sessionId);
     if (session === undefined || !execution.closeTime) continue;
-    if (input.worthReading && !input.worthReading(session)) continue;
+    if (input.worthReading && !(await input.worthReading(session))) continue;
     closed.push({
       workflowId: execution.workflowId,
       runId: execution.runId,

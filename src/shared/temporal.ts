@@ -144,6 +144,11 @@ export interface ToolGateSinks extends Sinks {
     /** Every change attempted on the approver-key registry, accepted or refused. */
     registryEvent(event: RegistryEvent): void;
   };
+  /** What only a workflow sees, counted by the worker's metrics (a no-op without them). */
+  metrics: {
+    /** A session opened its circuit breaker for a tool. */
+    circuitOpened(opened: { tool: string; code: string }): void;
+  };
 }
 
 /** Search attributes every call carries (DESIGN.md); registered on the namespace at start. */

@@ -240,6 +240,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
           openedAt: new Date(Date.now()).toISOString(),
           reason: `${count} consecutive ${outcome.code} for ${outcome.tool}`,
         };
+        sinks.metrics.circuitOpened({ tool: outcome.tool, code: outcome.code });
       }
     }
     showDetails();

@@ -77,17 +77,17 @@ async function sendRaw(callId: string, decision: unknown, updateId: string = ran
 }
 
 /** Every audited decision attempt on a call, as `source outcome` lines (oldest first). */
-const auditedAttempts = (callId: string) =>
-  harness.audit.decisionAttemptsOf(callId).map((attempt) => `${attempt.source} ${attempt.outcome}`);
+const auditedAttempts = async (callId: string) =>
+  (await harness.audit.decisionAttemptsOf(callId)).map((attempt) => `${attempt.source} ${attempt.outcome}`);
 
 /** Waits until the workflow's sink has audited the attempt with this update id (sinks run after the task). */
 async function expectAuditedByWorkflow(callId: string, updateId: string, outcome: string): Promise<void> {
   await expect
     .poll(
-      () =>
-        harness.audit
-          .decisionAttemptsOf(callId)
-          .find((attempt) => attempt.updateId === updateId && attempt.source === 'workflow')?.outcome,
+      async () =>
+        (await harness.audit.decisionAttemptsOf(callId)).find(
+          (attempt) => attempt.updateId === updateId && attempt.source === 'workflow',
+        )?.outcome,
       { timeout: 15_000 },
     )
     .toBe(outcome);
@@ -135,7 +135,7 @@ async function expectRefusedEverywhere(callId: string, decision: unknown, code: 
   const updateId = `forged-${randomUUID()}`;
   expect(await sendRaw(callId, decision, updateId)).toBe(code);
   await expectAuditedByWorkflow(callId, updateId, code);
-  expect(auditedAttempts(callId)).toContain(`admin ${code}`);
+  expect(await auditedAttempts(callId)).toContain(`admin ${code}`);
   await expectStillPending(callId);
 }
 
@@ -312,9 +312,8 @@ describe('a decision counts once', () => {
 
 describe('a decision sent to a call that no longer waits is refused and still audited by the admin side', () => {
   /** The attempts the admin side logged for a call, as `outcome approver decision runId` lines. */
-  const adminAttempts = (callId: string) =>
-    harness.audit
-      .decisionAttemptsOf(callId)
+  const adminAttempts = async (callId: string) =>
+    (await harness.audit.decisionAttemptsOf(callId))
       .filter((attempt) => attempt.source === 'admin')
       .map((attempt) => `${attempt.outcome} ${attempt.approver} ${attempt.decision} ${attempt.runId}`);
 
@@ -337,7 +336,7 @@ describe('a decision sent to a call that no longer waits is refused and still au
     await caught(() =>
       harness.temporal.workflow.getHandle(pending.callId).executeUpdate(decideUpdate, { args: [presigned] }),
     );
-    expect(adminAttempts(pending.callId)).toEqual([
+    expect(await adminAttempts(pending.callId)).toEqual([
       `accepted dave deny ${runId}`,
       `ALREADY_DECIDED alice approve ${runId}`,
       `ALREADY_DECIDED alice approve ${runId}`,
@@ -363,7 +362,7 @@ describe('a decision sent to a call that no longer waits is refused and still au
       accepted: false,
       code: 'APPROVAL_EXPIRED',
     });
-    expect(adminAttempts(pending.callId)).toEqual([
+    expect(await adminAttempts(pending.callId)).toEqual([
       `APPROVAL_EXPIRED alice approve ${runId}`,
       `APPROVAL_EXPIRED alice approve ${runId}`,
     ]);
@@ -378,7 +377,7 @@ describe('a decision sent to a call that no longer waits is refused and still au
       effect: 'applied',
     });
     expect(await decide(pending.callId, 'dave')).toMatchObject({ accepted: false, code: 'ALREADY_DECIDED' });
-    expect(adminAttempts(pending.callId)).toContainEqual(
+    expect(await adminAttempts(pending.callId)).toContainEqual(
       expect.stringMatching(/^ALREADY_DECIDED dave approve /),
     );
     expect(await appliedRefunds()).toBe(1);
@@ -403,7 +402,7 @@ describe('a decision sent to a call that no longer waits is refused and still au
       accepted: false,
       code: 'CALL_NOT_FOUND',
     });
-    expect(adminAttempts(callId)).toEqual([
+    expect(await adminAttempts(callId)).toEqual([
       'CALL_NOT_FOUND alice approve ',
       `CALL_NOT_FOUND alice approve ${envelope.runId}`,
     ]);
@@ -435,12 +434,11 @@ describe('racing decisions decide once', () => {
     });
     expect(await appliedRefunds()).toBe(1);
     expect(
-      harness.audit
-        .recordsOf(pending.callId)[0]
-        ?.decisions?.map((record) => record.approver)
-        .sort(),
+      (await harness.audit.recordsOf(pending.callId))[0]?.decisions?.map((record) => record.approver).sort(),
     ).toEqual(['alice', 'dave']);
-    expect(auditedAttempts(pending.callId).filter((line) => line.startsWith('admin '))).toHaveLength(6);
+    expect((await auditedAttempts(pending.callId)).filter((line) => line.startsWith('admin '))).toHaveLength(
+      6,
+    );
   });
 
   it('counts one signed approval once when it is sent six times at once with a raw client; the rest are DECISION_REPLAYED', async () => {

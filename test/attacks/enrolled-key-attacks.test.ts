@@ -178,11 +178,11 @@ describe('an approver enrols a key through an operator-signed invite', () => {
       label: 'laptop',
       invitedBy: 'olivia',
     });
-    expect(harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
+    expect(await harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
       expect.objectContaining({ source: 'admin', outcome: 'accepted', keyId: key.keyId }),
     );
     await expect
-      .poll(() => harness.audit.registryEvents().filter((event) => event.keyId === key.keyId))
+      .poll(async () => (await harness.audit.registryEvents()).filter((event) => event.keyId === key.keyId))
       .toContainEqual(
         expect.objectContaining({ action: 'enrolKey', outcome: 'accepted', approver: 'alice' }),
       );
@@ -343,8 +343,10 @@ describe('decisions signed with an enrolled key', () => {
     expect(await sendRaw(pending.callId, decision)).toBe('KEY_REVOKED');
     await expectNothingApplied(pending.callId);
     await expect
-      .poll(() =>
-        harness.audit.decisionAttemptsOf(pending.callId).filter((attempt) => attempt.source === 'workflow'),
+      .poll(async () =>
+        (await harness.audit.decisionAttemptsOf(pending.callId)).filter(
+          (attempt) => attempt.source === 'workflow',
+        ),
       )
       .toContainEqual(expect.objectContaining({ outcome: 'KEY_REVOKED', keyId: key.keyId }));
     // Revoking twice, or by someone who is not an operator, changes nothing.

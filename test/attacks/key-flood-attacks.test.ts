@@ -173,10 +173,10 @@ describe('decisions signed with keys the registry refused do not flood a waiting
     // Every attempt still reaches the audit store.
     await expect
       .poll(
-        () =>
-          harness.audit
-            .decisionAttemptsOf(callId)
-            .filter((entry) => entry.source === 'workflow' && entry.outcome === 'KEY_REVOKED').length,
+        async () =>
+          (await harness.audit.decisionAttemptsOf(callId)).filter(
+            (entry) => entry.source === 'workflow' && entry.outcome === 'KEY_REVOKED',
+          ).length,
       )
       .toBe(attempts);
     expect(await appliedRefunds()).toBe(0);
@@ -367,10 +367,10 @@ describe('forged operator requests do not reach the registry history', () => {
     // Refused in the validator, every attempt is still audited.
     await expect
       .poll(
-        () =>
-          harness.audit
-            .registryEvents()
-            .filter((event) => event.keyId === target.keyId && event.outcome === 'SIGNATURE_INVALID').length,
+        async () =>
+          (await harness.audit.registryEvents()).filter(
+            (event) => event.keyId === target.keyId && event.outcome === 'SIGNATURE_INVALID',
+          ).length,
       )
       .toBe(10);
 

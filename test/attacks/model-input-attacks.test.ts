@@ -26,7 +26,9 @@ async function expectHarmlessRejection(result: ToolResult, code: string, request
   expect(result.callId).toMatch(/^tc-[0-9a-f]{64}$/);
   expect(await harness.orders.api.businessRequestCount()).toBe(requestsBefore);
   expect(await harness.orders.api.refundCount()).toBe(0);
-  expect(harness.audit.recordsOf(result.callId)).toEqual([expect.objectContaining({ code, effect: 'none' })]);
+  expect(await harness.audit.recordsOf(result.callId)).toEqual([
+    expect.objectContaining({ code, effect: 'none' }),
+  ]);
 }
 
 describe('arguments nested to any depth', () => {

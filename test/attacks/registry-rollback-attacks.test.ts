@@ -85,10 +85,10 @@ const approveAsAlice = (callId: string, key: { privateKey: KeyObject; chain: Key
 /** Waits until the worker's sink recorded an accepted change of `action` naming `keyId`. */
 async function auditedChange(action: 'enrolKey' | 'revokeKey', keyId: string): Promise<void> {
   await expect
-    .poll(() =>
-      harness.audit
-        .registryEvents()
-        .some((event) => event.action === action && event.outcome === 'accepted' && event.keyId === keyId),
+    .poll(async () =>
+      (await harness.audit.registryEvents()).some(
+        (event) => event.action === action && event.outcome === 'accepted' && event.keyId === keyId,
+      ),
     )
     .toBe(true);
 }
@@ -160,7 +160,7 @@ describe('a registry rolled back by a raw Temporal client', () => {
         });
       }
     } finally {
-      adminAudit.close();
+      await adminAudit.close();
     }
 
     const pending = await proposeRefund();
@@ -292,9 +292,9 @@ describe('a registry rolled back by a raw Temporal client', () => {
     ).toMatchObject({ accepted: true });
     await auditedChange('revokeKey', key.keyId);
     expect(
-      harness.audit
-        .registryEvents()
-        .filter((event) => event.action === 'revokeKey' && event.keyId === key.keyId),
+      (await harness.audit.registryEvents()).filter(
+        (event) => event.action === 'revokeKey' && event.keyId === key.keyId,
+      ),
     ).toHaveLength(1);
   });
 });

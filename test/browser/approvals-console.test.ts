@@ -130,7 +130,7 @@ describe('the approvals console in a real browser', () => {
       effect: 'applied',
     });
     expect(await appliedRefunds()).toBe(1);
-    expect(harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
+    expect(await harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
       expect.objectContaining({ source: 'admin', approver: 'alice', outcome: 'accepted' }),
     );
     expect(requested.filter((url) => !url.startsWith(`${approvals.url}/`))).toEqual([]);

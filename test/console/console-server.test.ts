@@ -302,7 +302,7 @@ describe('decisions relayed from the approver’s key', () => {
     });
     expect(await harness.client.result(pending.callId)).toMatchObject({ ok: true, effect: 'applied' });
     expect(await appliedRefunds()).toBe(1);
-    expect(harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
+    expect(await harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
       expect.objectContaining({ source: 'admin', outcome: 'accepted', keyId: alice.keyId }),
     );
     const history = await (await alice.request('/history')).text();

@@ -86,7 +86,7 @@ describe('the console’s routes without a session', () => {
   });
 
   it('refuses enrolments for unknown invites itself: no registry update, no audit record', async () => {
-    const auditedBefore = harness.audit.registryEvents().length;
+    const auditedBefore = (await harness.audit.registryEvents()).length;
     const updatesBefore = counted.updates;
     const answers = await Promise.all(
       Array.from({ length: 60 }, async (_, index) => {
@@ -101,7 +101,7 @@ describe('the console’s routes without a session', () => {
     );
     expect(new Set(answers)).toEqual(new Set(['409 INVITE_UNKNOWN']));
     expect(counted.updates - updatesBefore).toBe(0);
-    expect(harness.audit.registryEvents().length - auditedBefore).toBe(0);
+    expect((await harness.audit.registryEvents()).length - auditedBefore).toBe(0);
   });
 
   it('checks a sign-in answer’s signature before asking the registry about its key', async () => {

@@ -86,7 +86,7 @@ describe('the approvals console in a process of its own', () => {
       expect(await harness.client.result(pending.callId)).toMatchObject({ ok: true, effect: 'applied' });
       expect(await appliedRefunds()).toBe(1);
       // The console process logged what it relayed to the audit store it was given.
-      expect(harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
+      expect(await harness.audit.decisionAttemptsOf(pending.callId)).toContainEqual(
         expect.objectContaining({ source: 'admin', outcome: 'accepted', keyId: alice.keyId }),
       );
     } finally {

@@ -61,3 +61,38 @@ describe('toolgate mine refuses a window it cannot read', () => {
     expect(run.error).toContain("required option '--since <date>' not specified");
   });
 });
+
+describe('toolgate mine refuses a case file it could not write, before mining', () => {
+  it('refuses --out in a folder that does not exist with OUTPUT_UNWRITABLE, exit 2', async () => {
+    const missing = join(directory, 'no-such-folder', 'mined.json');
+    const run = await runCliCapturing([
+      'mine',
+      '--since',
+      '7d',
+      '--out',
+      missing,
+      '--config',
+      'no-such-config.ts',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.error).toContain(`OUTPUT_UNWRITABLE: --out: no folder ${join(directory, 'no-such-folder')}`);
+    expect(run.error).toContain('create it first');
+  });
+
+  it('refuses --out naming a folder, even with --force', async () => {
+    const run = await runCliCapturing([
+      'mine',
+      '--since',
+      '7d',
+      '--out',
+      directory,
+      '--force',
+      '--config',
+      'no-such-config.ts',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.error).toContain(
+      `OUTPUT_UNWRITABLE: --out: ${directory} is a folder; name the case file to write`,
+    );
+  });
+});

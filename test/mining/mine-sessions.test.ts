@@ -212,8 +212,8 @@ describe('mining sessions run against the dev server', () => {
     ]);
   });
 
-  it("keeps the user message of a call that ran in the call's audit record", () => {
-    const [record] = harness.audit.recordsOfSession(sessions.handoff);
+  it("keeps the user message of a call that ran in the call's audit record", async () => {
+    const [record] = await harness.audit.recordsOfSession(sessions.handoff);
     expect(record?.userMessage).toBe(messages.handoff);
     expect(of(sessions.handoff)[0]!.userMessage).toBe(messages.handoff);
     expect(of(sessions.denied)[0]!.userMessage).toBe(messages.denied);

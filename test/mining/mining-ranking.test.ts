@@ -18,9 +18,9 @@ beforeEach(() => {
 afterEach(() => audit.close());
 
 /** Appends one record of a call: each record starts a second after the one before. */
-function recorded(
+async function recorded(
   input: Partial<AuditRecord> & { session: string; tool: string; code: string },
-): AuditRecord {
+): Promise<AuditRecord> {
   clock += 1_000;
   const at = new Date(clock).toISOString();
   const callId = input.callId ?? `tc-${randomUUID()}`;
@@ -44,7 +44,7 @@ function recorded(
     durationMs: 0,
     ...input,
   };
-  audit.append(record);
+  await audit.append(record);
   return record;
 }
 
@@ -53,21 +53,21 @@ const mine = (input: { sessionEnds?: SessionEnd[]; limit?: number } = {}): Promi
 
 describe('mining recorded traffic', () => {
   it('ranks hand-offs and denials first, then loops, then rejected arguments', async () => {
-    recorded({
+    await recorded({
       session: 's-rejected',
       tool: 'refund_order',
       code: 'INVALID_ARGUMENTS',
       rawArguments: '{"amount_cents":"25.90"}',
     });
     for (let index = 0; index < 3; index++) {
-      recorded({
+      await recorded({
         session: 's-loop',
         tool: 'get_order',
         code: 'ORDER_NOT_FOUND',
         rawArguments: '{"order_id":"ORD-9999"}',
       });
     }
-    recorded({
+    await recorded({
       session: 's-denied',
       tool: 'refund_order',
       code: 'APPROVAL_DENIED',
@@ -82,7 +82,7 @@ describe('mining recorded traffic', () => {
         },
       ],
     });
-    const last = recorded({ session: 's-handoff', tool: 'get_order', code: 'OK' });
+    const last = await recorded({ session: 's-handoff', tool: 'get_order', code: 'OK' });
     const endedAt = new Date(Date.parse(last.startedAt) + 4_000).toISOString();
 
     const report = await mine({ sessionEnds: [{ session: 's-handoff', reason: 'handoff', endedAt }] });
@@ -120,7 +120,7 @@ describe('mining recorded traffic', () => {
 
   it('folds rejected payloads that are part of a loop into the loop: one turn is one case, with both reasons', async () => {
     for (let index = 0; index < 3; index++) {
-      recorded({
+      await recorded({
         session: 's-1',
         tool: 'refund_order',
         code: 'INVALID_ARGUMENTS',
@@ -138,22 +138,63 @@ describe('mining recorded traffic', () => {
     ]);
   });
 
+  it('sees no loop in calls of one tool that all succeeded on arguments of their own, and one where they repeat or fail', async () => {
+    // A user who asked about three orders: three good reads, nothing to learn.
+    for (const order of ['ORD-1001', 'ORD-1002', 'ORD-1003']) {
+      await recorded({
+        session: 's-three-orders',
+        tool: 'get_order',
+        code: 'OK',
+        rawArguments: `{"order_id":"${order}"}`,
+      });
+    }
+    // The same read three times, each a success: the model did not take the answer in.
+    for (let index = 0; index < 3; index++) {
+      await recorded({
+        session: 's-same-order',
+        tool: 'get_order',
+        code: 'OK',
+        rawArguments: '{"order_id":"ORD-1005"}',
+      });
+    }
+    // Three orders, one of them not found: a failure in the run.
+    for (const [order, code] of [
+      ['ORD-1001', 'OK'],
+      ['ORD-9999', 'ORDER_NOT_FOUND'],
+      ['ORD-1002', 'OK'],
+    ] as const) {
+      await recorded({
+        session: 's-one-failed',
+        tool: 'get_order',
+        code,
+        rawArguments: `{"order_id":"${order}"}`,
+      });
+    }
+
+    const { candidates } = await mine();
+
+    expect(candidates.map((candidate) => [candidate.kind, candidate.sessions])).toEqual([
+      ['loop', ['s-one-failed']],
+      ['loop', ['s-same-order']],
+    ]);
+  });
+
   it('counts the same payload once whatever its whitespace and key order, and keeps another user message apart', async () => {
-    recorded({
+    await recorded({
       session: 's-1',
       tool: 'refund_order',
       code: 'INVALID_JSON',
       rawArguments: '{"a":1,"b":2}',
       userMessage: 'refund it',
     });
-    recorded({
+    await recorded({
       session: 's-2',
       tool: 'refund_order',
       code: 'INVALID_JSON',
       rawArguments: '{ "b": 2, "a": 1 }',
       userMessage: 'refund it',
     });
-    recorded({
+    await recorded({
       session: 's-3',
       tool: 'refund_order',
       code: 'INVALID_JSON',
@@ -172,8 +213,8 @@ describe('mining recorded traffic', () => {
   });
 
   it('takes the call proposed last before a hand-off, and finds nothing in a hand-off without calls', async () => {
-    recorded({ session: 's-1', tool: 'get_order', code: 'OK' });
-    const last = recorded({
+    await recorded({ session: 's-1', tool: 'get_order', code: 'OK' });
+    const last = await recorded({
       session: 's-1',
       tool: 'refund_order',
       code: 'APPROVAL_PENDING',
@@ -182,7 +223,7 @@ describe('mining recorded traffic', () => {
     const endedAt = new Date(Date.parse(last.startedAt) + 500).toISOString();
     // A proposal after the end, refused: not what the hand-off followed.
     clock += 5_000;
-    recorded({ session: 's-1', tool: 'get_order', code: 'SESSION_CLOSED' });
+    await recorded({ session: 's-1', tool: 'get_order', code: 'SESSION_CLOSED' });
 
     const { candidates, sessionEnds } = await mine({
       sessionEnds: [
@@ -204,8 +245,8 @@ describe('mining recorded traffic', () => {
   });
 
   it('keeps the most valuable candidates within the limit, and says how many there were', async () => {
-    recorded({ session: 's-1', tool: 'get_order', code: 'UNKNOWN_TOOL', rawArguments: '{}' });
-    recorded({ session: 's-2', tool: 'refund_order', code: 'APPROVAL_DENIED' });
+    await recorded({ session: 's-1', tool: 'get_order', code: 'UNKNOWN_TOOL', rawArguments: '{}' });
+    await recorded({ session: 's-2', tool: 'refund_order', code: 'APPROVAL_DENIED' });
 
     const report = await mine({ limit: 1 });
 
@@ -215,7 +256,7 @@ describe('mining recorded traffic', () => {
   });
 
   it('writes a case file skeleton in the selection suite format, with nothing labelled', async () => {
-    recorded({
+    await recorded({
       session: 's-1',
       caller: 'support-bot',
       tool: 'refund_order',
@@ -223,7 +264,7 @@ describe('mining recorded traffic', () => {
       rawArguments: '{"order_id":"ORD-1001","amount_cents":"25.90"}',
       userMessage: 'I want R$ 25,90 back on ORD-1001',
     });
-    recorded({
+    await recorded({
       session: 's-2',
       caller: 'support-bot',
       tool: 'get_orders',

@@ -178,7 +178,7 @@ describe('approval notifications', () => {
     );
     expect(posts[1]?.headers['idempotency-key']).toBe(`${callId}:${runId}:1:approval-decided`);
     // Decided before the escalation delay: its timer was cancelled, the on-call channel heard nothing.
-    expect(harness.audit.notificationDeliveriesOf(callId)).toMatchObject([
+    expect(await harness.audit.notificationDeliveriesOf(callId)).toMatchObject([
       { event: 'approval-requested', channel: 'approvers', outcome: 'delivered', httpStatus: 200 },
       { event: 'approval-decided', channel: 'approvers', outcome: 'delivered', httpStatus: 200 },
     ]);
@@ -252,9 +252,9 @@ describe('approval notifications', () => {
     await deliveriesDone(callId);
     expect(accepted(callId, '/approvers', 'approval-requested')).toHaveLength(1);
     expect(
-      harness.audit
-        .notificationDeliveriesOf(callId)
-        .filter((delivery) => delivery.event === 'approval-requested' && delivery.channel === 'approvers'),
+      (await harness.audit.notificationDeliveriesOf(callId)).filter(
+        (delivery) => delivery.event === 'approval-requested' && delivery.channel === 'approvers',
+      ),
     ).toMatchObject([{ outcome: 'delivered', attempt: 4 }]);
   });
 

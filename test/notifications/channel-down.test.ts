@@ -94,8 +94,8 @@ describe('a webhook channel that is down', () => {
 
     // The request the decision made moot is audited as never delivered.
     await expect
-      .poll(() =>
-        harness.audit.notificationDeliveriesOf(callId).find((d) => d.event === 'approval-requested'),
+      .poll(async () =>
+        (await harness.audit.notificationDeliveriesOf(callId)).find((d) => d.event === 'approval-requested'),
       )
       .toMatchObject({
         channel: 'approvers',
@@ -111,7 +111,10 @@ describe('a webhook channel that is down', () => {
     expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_EXPIRED' });
     await expect
       .poll(
-        () => harness.audit.notificationDeliveriesOf(callId).find((d) => d.event === 'approval-requested'),
+        async () =>
+          (await harness.audit.notificationDeliveriesOf(callId)).find(
+            (d) => d.event === 'approval-requested',
+          ),
         {
           timeout: 30_000,
           interval: 500,
@@ -123,9 +126,9 @@ describe('a webhook channel that is down', () => {
         reason: expect.stringMatching(/^not delivered before its round expired \(.*HTTP 503\)$/) as unknown,
         httpStatus: 503,
       });
-    const failed = harness.audit
-      .notificationDeliveriesOf(callId)
-      .find((d) => d.event === 'approval-requested');
+    const failed = (await harness.audit.notificationDeliveriesOf(callId)).find(
+      (d) => d.event === 'approval-requested',
+    );
     expect(failed?.attempt).toBeGreaterThanOrEqual(3);
     expect(receiver.attempts(callId, 'approval-requested').length).toBe(failed?.attempt);
     // Nothing was run: the expiry is the call's answer, whatever the channel did.

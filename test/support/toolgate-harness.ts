@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import type { ClientOptions } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Logger } from '@temporalio/worker';
 import { createOrdersTools } from '../../examples/orders/orders-implementations';
@@ -12,6 +13,9 @@ import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import type {
   AuditStore,
   CallInput,
+  CodecConfig,
+  MetricsEndpointOptions,
+  ToolGateTracing,
   CredentialMinter,
   ImplementedTool,
   NotificationsConfig,
@@ -28,6 +32,7 @@ import {
   readApproverKeyStatus,
   readPrivateKey,
   resolveConfig,
+  resolveTemporalConnection,
   startToolGateWorker,
   ToolGateClient,
 } from 'toolgate';
@@ -53,6 +58,8 @@ export interface ToolGateHarness {
   policyPath: string;
   /** A test approver's private key. */
   approverKey(name: string): KeyObject;
+  /** The worker's metrics endpoint (GET /metrics), when the harness was started with `metrics`. */
+  metricsUrl(): string | undefined;
   /** A test operator's private key (`olivia` is in the policy, `mallory` is not). */
   operatorKey(name: string): KeyObject;
   /** A fresh session id, so loop and idempotency keys never collide across tests (`call` adds `:caller`). */
@@ -92,6 +99,14 @@ export async function startHarness(input: {
   ordersApi?: (api: OrdersApiClient) => OrdersApiClient;
   /** The deployment's approval notifications (config `notifications`); none by default. */
   notifications?: NotificationsConfig;
+  /** Payload encryption keys (config `codec`): the worker and the harness's clients encrypt with them. */
+  codec?: CodecConfig;
+  /** The worker's metrics endpoint (`startToolGateWorker`'s `metrics`); off by default. */
+  metrics?: MetricsEndpointOptions;
+  /** Traces the worker (`startToolGateWorker`'s `tracing`); off by default. */
+  tracing?: Pick<ToolGateTracing, 'spanProcessor' | 'resource'>;
+  /** Extra options of the harness's Temporal client (e.g. OpenTelemetry interceptors). */
+  clientInterceptors?: ClientOptions['interceptors'];
 }): Promise<ToolGateHarness> {
   if (!runtimeInstalled && !process.env.TOOLGATE_TEST_LOGS) {
     // Rejections close runs as failed, which the SDK logs at WARN for every one: keep test output readable.
@@ -151,13 +166,20 @@ export async function startHarness(input: {
     const audit = openSqliteAuditStore({ path: join(directory, 'audit.sqlite') });
     cleanups.push(() => audit.close());
     const taskQueue = input.taskQueue ?? `test-${randomUUID()}`;
+    // The codec the config's `codec` makes, for the harness's own clients (the worker makes its own).
+    const codecOption = input.codec
+      ? {
+          dataConverter: resolveTemporalConnection({ config: { codec: input.codec }, env: {} })
+            .dataConverter!,
+        }
+      : {};
     const nativeConnection = await NativeConnection.connect({ address: input.address });
     cleanups.push(() => nativeConnection.close());
     const minterPolicy = input.minterPolicy
       ? checkPolicy({ source: 'test minter policy', value: input.minterPolicy, registry, keysDirectory })
       : policy;
     // The minter asks the approver-key registry through a client on the worker's connection, as a worker's does.
-    const registryClient = new Client({ connection: nativeConnection });
+    const registryClient = new Client({ connection: nativeConnection, ...codecOption });
     const minter = createCredentialMinter({
       privateKey: readPrivateKey(minterKeys.privateKey),
       policy: () => minterPolicy,
@@ -184,6 +206,7 @@ export async function startHarness(input: {
         retry: { maximumAttempts: 3, initialIntervalMs: 20, maximumIntervalMs: 100, attemptTimeoutMs: 3_000 },
         session: { continueAsNewAfter: 6 },
         ...(input.notifications ? { notifications: input.notifications } : {}),
+        ...(input.codec ? { codec: input.codec } : {}),
       },
     });
     const startWorker = async (): Promise<() => Promise<void>> => {
@@ -193,13 +216,17 @@ export async function startHarness(input: {
         connection: nativeConnection,
         audit,
         minter,
+        ...(input.metrics ? { metrics: input.metrics } : {}),
+        ...(input.tracing ? { tracing: input.tracing } : {}),
       });
+      metricsUrl = started.metrics?.url;
       const running = started.run();
       return async () => {
         await started.stop();
         await running;
       };
     };
+    let metricsUrl: string | undefined;
     let stopWorker = await startWorker();
     cleanups.push(() => stopWorker());
     const restartWorker: ToolGateHarness['restartWorker'] = async (whileStopped, options) => {
@@ -213,7 +240,11 @@ export async function startHarness(input: {
     };
     const connection = await Connection.connect({ address: input.address });
     cleanups.push(() => connection.close());
-    const temporal = new Client({ connection });
+    const temporal = new Client({
+      connection,
+      ...codecOption,
+      ...(input.clientInterceptors ? { interceptors: input.clientInterceptors } : {}),
+    });
     const client = new ToolGateClient({
       client: temporal,
       tools: contracts,
@@ -243,6 +274,7 @@ export async function startHarness(input: {
         if (!key) throw new Error(`no test key for operator ${name}`);
         return key;
       },
+      metricsUrl: () => metricsUrl,
       newSession: () => {
         defaultSession = `session-${randomUUID()}`;
         return defaultSession;

@@ -53,7 +53,7 @@ describe('the approval gate', () => {
     expect(await appliedRefunds()).toBe(1);
     const description = await harness.temporal.workflow.getHandle(pending.callId).describe();
     expect(description.searchAttributes.ApprovalState).toEqual(['approved']);
-    const [record] = harness.audit.recordsOf(pending.callId);
+    const [record] = await harness.audit.recordsOf(pending.callId);
     expect(record?.decisions).toMatchObject([
       { approver: 'alice', decision: 'approve', outcome: 'accepted' },
     ]);

@@ -110,9 +110,9 @@ describe('a contract deploy while a call waits for approval', () => {
     expect(state?.decisions).toEqual([]);
     expect(await failedTasks(pending.callId)).toEqual([]);
     expect(
-      harness.audit
-        .decisionAttemptsOf(pending.callId)
-        .map((attempt) => `${attempt.source} ${attempt.outcome}`),
+      (await harness.audit.decisionAttemptsOf(pending.callId)).map(
+        (attempt) => `${attempt.source} ${attempt.outcome}`,
+      ),
     ).toEqual(expect.arrayContaining(['workflow CONTRACT_CHANGED', 'admin CONTRACT_CHANGED']));
   });
 
@@ -164,7 +164,7 @@ describe('a contract deploy while a call waits for approval', () => {
       expect(final).toMatchObject({ ok: true, code: 'OK', effect: 'applied' });
       expect(await appliedRefunds()).toBe(1);
       expect(await failedTasks(pending.callId)).toEqual([]);
-      const [record] = harness.audit.recordsOf(pending.callId);
+      const [record] = await harness.audit.recordsOf(pending.callId);
       expect(record?.decisions).toMatchObject([{ approver: 'alice', round: 2, outcome: 'accepted' }]);
     },
   );
@@ -202,7 +202,7 @@ describe('a contract deploy while a call waits for approval', () => {
     const final = await harness.client.result(pending.callId, { wait: true });
     expect(final).toMatchObject({ ok: true, code: 'OK', effect: 'applied' });
     expect(await appliedRefunds()).toBe(1);
-    const [record] = harness.audit.recordsOf(pending.callId);
+    const [record] = await harness.audit.recordsOf(pending.callId);
     expect(record).toMatchObject({ riskLevel: 'reversible' });
     expect(record?.decisions).toBeUndefined();
     // The state says why the round closed, and that no rule asks for approval any more.

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { toolGateWorkflowBundle } from 'toolgate';
+import { resolveTemporalConnection, toolGateWorkflowBundle } from 'toolgate';
 
 const directory = join(__dirname, '..', 'histories');
 const files = readdirSync(directory).filter((file) => file.endsWith('.history.bin'));
@@ -20,10 +20,14 @@ describe('recorded histories of representative calls', () => {
     }));
     const failures: string[] = [];
     let replayed = 0;
+    // With payload encryption configured (TOOLGATE_CODEC_KEYS), histories recorded encrypted replay
+    // too; the recorded plaintext ones pass through the codec unchanged.
+    const { dataConverter } = resolveTemporalConnection({ env: process.env });
     for await (const result of Worker.runReplayHistories(
       {
         // The very bundle workers load: toolgate's workflows, with no user code in them.
         workflowBundle: toolGateWorkflowBundle(),
+        ...(dataConverter ? { dataConverter } : {}),
         // The workflows call the audit sinks; replay never runs them, but they must be registered.
         sinks: {
           audit: {

@@ -104,7 +104,7 @@ function refusalRecord(
 }
 
 const recordsOf = (callId: string) => harness.audit.recordsOf(callId);
-const codesOf = (callId: string) => recordsOf(callId).map((record) => record.code);
+const codesOf = async (callId: string) => (await recordsOf(callId)).map((record) => record.code);
 
 const getOrder = (session: string, caller: string, orderId: string): Proposed => ({
   session,
@@ -121,12 +121,12 @@ describe('refusals at session admission are in the audit store, once per proposa
     }
     const proposed = getOrder(session, 'thrifty-bot', 'ORD-1003');
     const refused = await admit(proposed);
-    expect(recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'STEP_LIMIT')]);
-    const [record] = recordsOf(refused.callId);
+    expect(await recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'STEP_LIMIT')]);
+    const [record] = await recordsOf(refused.callId);
     expect(record?.finishedAt).toBe(record?.startedAt);
 
     await admitAgain(proposed, refused);
-    expect(codesOf(refused.callId)).toEqual(['STEP_LIMIT']);
+    expect(await codesOf(refused.callId)).toEqual(['STEP_LIMIT']);
     expect((await harness.client.sessionStats(session)).steps).toBe(3);
   });
 
@@ -136,12 +136,12 @@ describe('refusals at session admission are in the audit store, once per proposa
     expect((await harness.client.call(proposed)).ok).toBe(true);
     expect((await harness.client.call(proposed)).ok).toBe(true);
     const refused = await admit(proposed);
-    const records = recordsOf(refused.callId);
+    const records = await recordsOf(refused.callId);
     expect(records.map((record) => record.code)).toEqual(['OK', 'OK', 'LOOP_DETECTED']);
     expect(records[2]).toEqual(refusalRecord(proposed, refused, 'LOOP_DETECTED'));
 
     await admitAgain(proposed, refused);
-    expect(codesOf(refused.callId)).toEqual(['OK', 'OK', 'LOOP_DETECTED']);
+    expect(await codesOf(refused.callId)).toEqual(['OK', 'OK', 'LOOP_DETECTED']);
   });
 
   it('records a CIRCUIT_OPEN refusal once', async () => {
@@ -162,10 +162,10 @@ describe('refusals at session admission are in the audit store, once per proposa
       arguments: harness.refundArguments(),
     };
     const refused = await admit(proposed);
-    expect(recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'CIRCUIT_OPEN')]);
+    expect(await recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'CIRCUIT_OPEN')]);
 
     await admitAgain(proposed, refused);
-    expect(codesOf(refused.callId)).toEqual(['CIRCUIT_OPEN']);
+    expect(await codesOf(refused.callId)).toEqual(['CIRCUIT_OPEN']);
     expect(await harness.orders.api.refundCount()).toBe(0);
   });
 
@@ -179,10 +179,12 @@ describe('refusals at session admission are in the audit store, once per proposa
       arguments: harness.refundArguments(),
     };
     const refused = await admit(proposed, { signed: false });
-    expect(recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'UNAUTHENTICATED_CALLER')]);
+    expect(await recordsOf(refused.callId)).toEqual([
+      refusalRecord(proposed, refused, 'UNAUTHENTICATED_CALLER'),
+    ]);
 
     await admitAgain(proposed, refused, { signed: false });
-    expect(codesOf(refused.callId)).toEqual(['UNAUTHENTICATED_CALLER']);
+    expect(await codesOf(refused.callId)).toEqual(['UNAUTHENTICATED_CALLER']);
     // Audited, yet still no step and no count: the refusal is the store's, not the session's.
     const stats = await harness.client.sessionStats(session);
     expect(stats).toMatchObject({ steps: 1, codeCounts: { OK: 1 } });
@@ -205,7 +207,7 @@ describe('refusals at session admission are in the audit store, once per proposa
     });
     const refused = await admission!;
     await ended;
-    expect(recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'SESSION_CLOSED')]);
+    expect(await recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'SESSION_CLOSED')]);
     expect(await harness.client.sessionStats(session)).toMatchObject({ closed: true, steps: 1 });
   });
 });

@@ -52,8 +52,8 @@ async function refundTheRest(api: OrdersApiClient, orderId: string): Promise<voi
 }
 
 /** The run's final record in the audit store says what the model was told. */
-function expectAudited(result: ToolResult): void {
-  const records = harness.audit.recordsOf(result.callId);
+async function expectAudited(result: ToolResult): Promise<void> {
+  const records = await harness.audit.recordsOf(result.callId);
   expect(records.at(-1)).toMatchObject({ code: result.code, effect: result.effect, ok: result.ok });
 }
 
@@ -87,7 +87,7 @@ describe('validation never lets a bad proposal reach the backend', () => {
       tool: 'refund_order',
     });
     expect(result.message).toContain(expected);
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -121,7 +121,9 @@ describe('validation never lets a bad proposal reach the backend', () => {
     const result = await harness.call({ caller: refunder, tool: 'get_order', arguments: huge });
     expect(result).toMatchObject({ ok: false, code: 'INVALID_JSON' });
     expect(result.message).toContain('262144');
-    expect(harness.audit.recordsOf(result.callId).map((record) => record.code)).toEqual(['INVALID_JSON']);
+    expect((await harness.audit.recordsOf(result.callId)).map((record) => record.code)).toEqual([
+      'INVALID_JSON',
+    ]);
   });
 
   it('answers an unknown tool with UNKNOWN_TOOL and the tools the caller may use', async () => {
@@ -197,7 +199,7 @@ describe('business rules', () => {
     });
     expect(result).toMatchObject({ ok: false, code, effect: 'none' });
     expect(result.message).toContain(expected);
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -270,7 +272,7 @@ describe('execution and replay', () => {
     expect(before.data).toMatchObject({ refunded_cents: 0 });
     expect(after.data).toMatchObject({ refunded_cents: 2590 });
     expect(after.replayed).toBeUndefined();
-    expect(harness.audit.recordsOf(before.callId)).toHaveLength(2);
+    expect(await harness.audit.recordsOf(before.callId)).toHaveLength(2);
   });
 
   it('runs a rejected refund again when it is proposed after the order changed', async () => {
@@ -363,7 +365,7 @@ describe('faults at the backend', () => {
     await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), loseResponseAfterCommit: 1 });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: true, effect: 'applied' });
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(1);
   });
 
@@ -372,7 +374,7 @@ describe('faults at the backend', () => {
     const result = await callRefund();
     expect(result).toMatchObject({ ok: false, code: 'UPSTREAM_UNAVAILABLE', effect: 'none' });
     expect(result.message).toContain('Do not retry now; tell the user');
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -391,7 +393,7 @@ describe('faults at the backend', () => {
       data: { refund_id: stored?.refundId },
     });
     expect(result.message).toContain('confirmed it after its response was lost');
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(1);
   });
 
@@ -403,7 +405,7 @@ describe('faults at the backend', () => {
     });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: false, code: 'UPSTREAM_UNAVAILABLE', effect: 'unknown' });
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(0);
   });
 
@@ -422,7 +424,7 @@ describe('faults at the backend', () => {
       const result = await callRefund();
       expect(result).toMatchObject({ ok: false, code: 'AMOUNT_EXCEEDS_REFUNDABLE', effect: 'none', callId });
       expect(result.message).toContain('still refundable');
-      expectAudited(result);
+      await expectAudited(result);
       expect(await harness.orders.api.lookupRefundKey({ idempotencyKey: callId })).toMatchObject({
         status: 'refused',
         code: 'AMOUNT_EXCEEDS_REFUNDABLE',
@@ -437,7 +439,7 @@ describe('faults at the backend', () => {
     await harness.orders.api.setFaults({ idempotencyKey: refundCallId(), unavailable: 2 });
     const result = await callRefund();
     expect(result).toMatchObject({ ok: true, effect: 'applied' });
-    expectAudited(result);
+    await expectAudited(result);
     expect(await appliedRefunds()).toBe(1);
   });
 });
@@ -483,7 +485,7 @@ describe('results, audit and the Temporal UI', () => {
       arguments: harness.refundArguments(),
     });
     await harness.call({ caller: refunder, tool: 'refund_order', arguments: harness.refundArguments() }); // replay: no new run
-    const records = harness.audit.recordsOf(result.callId);
+    const records = await harness.audit.recordsOf(result.callId);
     expect(records).toHaveLength(1);
     const [record] = records;
     expect(record).toMatchObject({
@@ -500,7 +502,7 @@ describe('results, audit and the Temporal UI', () => {
     });
     expect(record?.policyVersion).toMatch(/^test-1@[0-9a-f]{12}$/);
     expect(record?.durationMs).toBeGreaterThanOrEqual(0);
-    expect(harness.audit.append(record!)).toBe(false); // idempotent on (call id, run id)
+    expect(await harness.audit.append(record!)).toBe(false); // idempotent on (call id, run id)
   });
 
   it('shows each call with a summary that names the tool and caller, search attributes and readable details', async () => {

@@ -309,6 +309,8 @@ export function createOrdersServer({
 
   // Requests that a tool's check, executor or lookup makes; tests read it to prove a call reached no backend.
   let businessRequests = 0;
+  // The W3C trace context of the latest business requests (test mode): the traces test reads it.
+  const receivedTraceparents: string[] = [];
   /** The routes a tool's backend calls: their ids must percent-decode, and each request is counted. */
   const businessRoute: MiddlewareHandler = async (c, next) => {
     try {
@@ -322,6 +324,11 @@ export function createOrdersServer({
       );
     }
     businessRequests++;
+    const traceparent = c.req.header('traceparent');
+    if (testMode && traceparent !== undefined) {
+      receivedTraceparents.push(`${c.req.method} ${new URL(c.req.url).pathname} ${traceparent}`);
+      receivedTraceparents.splice(0, Math.max(0, receivedTraceparents.length - 50));
+    }
     await next();
   };
 
@@ -442,6 +449,7 @@ export function createOrdersServer({
     return c.json({
       business_requests: businessRequests,
       ...(testMode && key !== undefined ? { refund_requests: refundRequestsByKey.get(key) ?? 0 } : {}),
+      ...(testMode ? { received_traceparents: receivedTraceparents } : {}),
     });
   });
 

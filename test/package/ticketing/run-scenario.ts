@@ -120,7 +120,7 @@ async function main(): Promise<Record<string, unknown>> {
   const final = await toolgate.result(pending.callId, { wait: true });
   // Proposed again (a retry of the model's, say): the recorded result comes back; nothing runs twice.
   const again = await session.call({ tool: 'update_ticket', arguments: closeArguments });
-  const audit = worker.audit.recordsOf(pending.callId);
+  const audit = await worker.audit.recordsOf(pending.callId);
 
   return {
     startedServer,

@@ -1,0 +1,210 @@
+import { Pool } from 'pg';
+import type { PoolConfig } from 'pg';
+import type { RegistryEvent } from '../shared/approver-keys';
+import type { DecisionAttempt } from '../shared/temporal';
+import type { AuditRecord, AuditStore, NotificationDelivery } from './audit-store';
+
+// Any fixed number serves: every store takes the same lock around its DDL, so two workers starting
+// at once create the tables one after the other instead of failing on each other's catalog rows.
+const schemaLockKey = 7_104_220_113;
+
+// The shape of SQLite's timestamps (`Date.toISOString()`): UTC, milliseconds, `Z`.
+const isoRecordedAt = `to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at`;
+
+// Payloads are stored as the JSON text written (not jsonb), so a record reads back exactly as it was
+// appended. `sequence` is the insertion order; `recorded_at` is the database's clock, one clock for
+// every worker, cut to milliseconds like SQLite's.
+const schema = `
+  CREATE TABLE IF NOT EXISTS audit_records (
+    sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    call_id text NOT NULL,
+    run_id text NOT NULL,
+    tool text NOT NULL,
+    caller text NOT NULL,
+    session text NOT NULL,
+    code text NOT NULL,
+    effect text NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+    record text NOT NULL,
+    UNIQUE (call_id, run_id)
+  );
+  CREATE INDEX IF NOT EXISTS audit_records_by_session ON audit_records (session);
+  CREATE INDEX IF NOT EXISTS audit_records_by_recorded_at ON audit_records (recorded_at);
+  CREATE TABLE IF NOT EXISTS decision_attempts (
+    sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    update_id text NOT NULL,
+    source text NOT NULL,
+    call_id text NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+    attempt text NOT NULL,
+    UNIQUE (update_id, source)
+  );
+  CREATE INDEX IF NOT EXISTS decision_attempts_by_call ON decision_attempts (call_id);
+  CREATE TABLE IF NOT EXISTS registry_events (
+    sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    update_id text NOT NULL,
+    outcome text NOT NULL,
+    key_id text,
+    invite_id text,
+    recorded_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+    event text NOT NULL,
+    UNIQUE (update_id, outcome)
+  );
+  CREATE INDEX IF NOT EXISTS registry_events_by_key ON registry_events (key_id);
+  CREATE INDEX IF NOT EXISTS registry_events_by_invite ON registry_events (invite_id);
+  CREATE TABLE IF NOT EXISTS notification_deliveries (
+    sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id text NOT NULL,
+    channel text NOT NULL,
+    call_id text NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+    delivery text NOT NULL,
+    UNIQUE (event_id, channel)
+  );
+  CREATE INDEX IF NOT EXISTS notification_deliveries_by_call ON notification_deliveries (call_id);
+  CREATE OR REPLACE FUNCTION toolgate_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'the audit store is append-only'; END
+  $$;
+  ${['audit_records', 'decision_attempts', 'registry_events', 'notification_deliveries']
+    .map(
+      (table) => `
+  CREATE OR REPLACE TRIGGER ${table}_no_update_or_delete BEFORE UPDATE OR DELETE ON ${table}
+    FOR EACH ROW EXECUTE FUNCTION toolgate_audit_append_only();
+  CREATE OR REPLACE TRIGGER ${table}_no_truncate BEFORE TRUNCATE ON ${table}
+    FOR EACH STATEMENT EXECUTE FUNCTION toolgate_audit_append_only();`,
+    )
+    .join('')}
+`;
+
+/**
+ * Opens a PostgreSQL audit store: what several workers on several machines share. Creates its tables
+ * when missing (idempotent, serialised by an advisory lock, so workers may start together; needs
+ * PostgreSQL 14 or later). Rows can be inserted only: triggers refuse updates, deletes and truncation.
+ * An append retried with the same key, from any worker, writes once. Timestamps are the database's
+ * clock. Rejects when the database cannot be reached or the tables cannot be created.
+ */
+export async function openPostgresAuditStore(input: {
+  /** `postgres://user:password@host:port/database` (a `?sslmode=...` is honoured). */
+  url: string;
+  /** Pool options other than the URL (size, timeouts, TLS). */
+  pool?: Omit<PoolConfig, 'connectionString'>;
+}): Promise<AuditStore> {
+  const pool = new Pool({ ...input.pool, connectionString: input.url });
+  // An idle connection the server dropped: the pool discards it and the next query opens another.
+  pool.on('error', () => undefined);
+  try {
+    await createSchema(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  let ended: Promise<void> | undefined;
+  const inserted = async (sql: string, values: unknown[]): Promise<boolean> =>
+    (await pool.query(sql, values)).rowCount === 1;
+  const rows = async <Row>(sql: string, values: unknown[] = []): Promise<Row[]> =>
+    (await pool.query(sql, values)).rows as Row[];
+  const records = async (sql: string, values: unknown[]): Promise<AuditRecord[]> =>
+    (await rows<{ record: string }>(sql, values)).map((row) => JSON.parse(row.record) as AuditRecord);
+  const readRegistryEvents = async (sql: string, values: unknown[] = []) =>
+    (await rows<{ event: string; recorded_at: string }>(sql, values)).map((row) => ({
+      ...(JSON.parse(row.event) as RegistryEvent),
+      recordedAt: row.recorded_at,
+    }));
+  return {
+    append: (record) =>
+      inserted(
+        `INSERT INTO audit_records (call_id, run_id, tool, caller, session, code, effect, record)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (call_id, run_id) DO NOTHING`,
+        [
+          record.callId,
+          record.runId,
+          record.tool,
+          record.caller,
+          record.session,
+          record.code,
+          record.effect,
+          JSON.stringify(record),
+        ],
+      ),
+    recordsOf: (callId) =>
+      records('SELECT record FROM audit_records WHERE call_id = $1 ORDER BY sequence', [callId]),
+    // A negative limit means none, as in SQLite.
+    recent: (options) => {
+      const limit = options?.limit ?? 50;
+      return records('SELECT record FROM audit_records ORDER BY sequence DESC LIMIT $1', [
+        limit < 0 ? null : limit,
+      ]);
+    },
+    recordsBetween: ({ since, until }) =>
+      records(
+        `SELECT record FROM audit_records WHERE recorded_at >= $1::timestamptz AND recorded_at < $2::timestamptz
+         ORDER BY sequence`,
+        [since, until],
+      ),
+    recordsOfSession: (session) =>
+      records('SELECT record FROM audit_records WHERE session = $1 ORDER BY sequence', [session]),
+    appendDecisionAttempt: (attempt) =>
+      inserted(
+        `INSERT INTO decision_attempts (update_id, source, call_id, attempt)
+         VALUES ($1, $2, $3, $4) ON CONFLICT (update_id, source) DO NOTHING`,
+        [attempt.updateId, attempt.source, attempt.callId, JSON.stringify(attempt)],
+      ),
+    decisionAttemptsOf: async (callId) =>
+      (
+        await rows<{ attempt: string; recorded_at: string }>(
+          `SELECT attempt, ${isoRecordedAt} FROM decision_attempts WHERE call_id = $1 ORDER BY sequence`,
+          [callId],
+        )
+      ).map((row) => ({ ...(JSON.parse(row.attempt) as DecisionAttempt), recordedAt: row.recorded_at })),
+    appendRegistryEvent: (event) =>
+      inserted(
+        `INSERT INTO registry_events (update_id, outcome, key_id, invite_id, event)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (update_id, outcome) DO NOTHING`,
+        [event.updateId, event.outcome, event.keyId ?? null, event.inviteId ?? null, JSON.stringify(event)],
+      ),
+    registryEvents: () =>
+      readRegistryEvents(`SELECT event, ${isoRecordedAt} FROM registry_events ORDER BY sequence`),
+    // Refused attempts are left out in SQL: anyone may send them, so there can be many.
+    acceptedRegistryEventsAbout: ({ keyId, inviteId }) =>
+      readRegistryEvents(
+        `SELECT event, ${isoRecordedAt} FROM registry_events
+         WHERE outcome = 'accepted' AND (key_id = $1 OR invite_id = $2)
+         ORDER BY sequence`,
+        [keyId ?? null, inviteId ?? null],
+      ),
+    appendNotificationDelivery: (delivery) =>
+      inserted(
+        `INSERT INTO notification_deliveries (event_id, channel, call_id, delivery)
+         VALUES ($1, $2, $3, $4) ON CONFLICT (event_id, channel) DO NOTHING`,
+        [delivery.eventId, delivery.channel, delivery.callId, JSON.stringify(delivery)],
+      ),
+    notificationDeliveriesOf: async (callId) =>
+      (
+        await rows<{ delivery: string; recorded_at: string }>(
+          `SELECT delivery, ${isoRecordedAt} FROM notification_deliveries WHERE call_id = $1 ORDER BY sequence`,
+          [callId],
+        )
+      ).map((row) => ({
+        ...(JSON.parse(row.delivery) as NotificationDelivery),
+        recordedAt: row.recorded_at,
+      })),
+    // Closing twice is harmless, as with SQLite.
+    close: () => (ended ??= pool.end()),
+  };
+}
+
+/** Creates the tables, indexes and triggers that are missing, in one transaction, under the lock. */
+async function createSchema(pool: Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [schemaLockKey]);
+    await client.query(schema);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,152 @@
+// toolgate's Prometheus metrics: counted in the worker process where each outcome is audited (never
+// in workflow code), so a record counts once: when the audit store writes it, not when it is sent again.
+import type { Context } from '@temporalio/activity';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import { Counter, Histogram, Registry } from 'prom-client';
+import type { AuditRecord, AuditStore } from '../audit/audit-store';
+import { approvalOutcomeOf } from '../reporting/approval-outcome';
+
+/** The label every tool name the worker does not know is counted under, so the model cannot grow the series. */
+export const unknownToolLabel = '_unknown';
+
+/** Buckets of the time to an approval's decision, in seconds: from a minute to three days. */
+const decisionBuckets = [5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 72 * 3600];
+
+/** toolgate's metrics in one prom-client registry (its own, never the global one). */
+export interface ToolGateMetrics {
+  readonly registry: Registry;
+  /** Counts one final audit record, written for the first time (a call's run, or a session refusal). */
+  recorded(record: AuditRecord): void;
+  /** A session opened its circuit breaker for a tool. */
+  circuitOpened(input: { tool: string }): void;
+  /** A write whose response was lost was found applied by the backend's record (no second effect). */
+  recoveredAfterLostResponse(input: { tool: string }): void;
+  /** A proposal was answered with a call's recorded result (`replayed: true`): nothing ran again. */
+  replayed(input: { tool: string }): void;
+}
+
+/**
+ * Creates toolgate's metrics (see the README's metrics section for names and labels). `knownTools`:
+ * the tool names to label by; any other name (the model invents some) is counted as `_unknown`.
+ */
+export function createToolGateMetrics(input: { knownTools?: Iterable<string> } = {}): ToolGateMetrics {
+  const registry = new Registry();
+  const known = input.knownTools ? new Set(input.knownTools) : undefined;
+  const toolLabel = (tool: string): string => (!known || known.has(tool) ? tool : unknownToolLabel);
+  const calls = new Counter({
+    name: 'toolgate_calls_total',
+    help: 'Calls that finished (one per run of a call, with its audit record), by tool, code and effect.',
+    labelNames: ['tool', 'code', 'effect'] as const,
+    registers: [registry],
+  });
+  const refusals = new Counter({
+    name: 'toolgate_session_refusals_total',
+    help: 'Proposals their session refused at admission (step 0), by code; no call ran for them.',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const replays = new Counter({
+    name: 'toolgate_replays_total',
+    help: "Proposals answered with a call's recorded result (replayed: true), by tool; nothing ran again.",
+    labelNames: ['tool'] as const,
+    registers: [registry],
+  });
+  const recovered = new Counter({
+    name: 'toolgate_recovered_after_lost_response_total',
+    help: "Writes whose response was lost and that the backend's record showed applied, by tool.",
+    labelNames: ['tool'] as const,
+    registers: [registry],
+  });
+  const approvals = new Counter({
+    name: 'toolgate_approval_outcomes_total',
+    help: 'Approvals that ended, by tool and outcome (approved, denied, expired).',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [registry],
+  });
+  const timeToDecision = new Histogram({
+    name: 'toolgate_approval_decision_seconds',
+    help: "Seconds from a call's start to the decision that ended its approval (or its expiry), by tool and outcome.",
+    labelNames: ['tool', 'outcome'] as const,
+    buckets: decisionBuckets,
+    registers: [registry],
+  });
+  const circuits = new Counter({
+    name: 'toolgate_circuit_openings_total',
+    help: 'Circuit breakers a session opened for a tool (consecutive failures of one code).',
+    labelNames: ['tool'] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    recorded: (record) => {
+      if (isAdmissionRefusal(record)) {
+        refusals.inc({ code: record.code });
+        return;
+      }
+      const tool = toolLabel(record.tool);
+      calls.inc({ tool, code: record.code, effect: record.effect });
+      const approval = approvalOutcomeOf(record);
+      if (approval) {
+        approvals.inc({ tool, outcome: approval.outcome });
+        timeToDecision.observe({ tool, outcome: approval.outcome }, approval.seconds);
+      }
+    },
+    circuitOpened: ({ tool }) => circuits.inc({ tool: toolLabel(tool) }),
+    recoveredAfterLostResponse: ({ tool }) => recovered.inc({ tool: toolLabel(tool) }),
+    replayed: ({ tool }) => replays.inc({ tool: toolLabel(tool) }),
+  };
+}
+
+/** A session refusal's record: no run of its call exists (see `admissionRefusalRecord`). */
+function isAdmissionRefusal(record: AuditRecord): boolean {
+  return record.runId.startsWith('admission:');
+}
+
+/**
+ * The audit store with every first write of a record counted: the store keys records by call and run
+ * (a refusal by proposal), so an activity retried, a sink called again or another worker writing the
+ * same record counts once. Works whether the store answers at once or with a promise.
+ */
+export function countingAuditStore(store: AuditStore, metrics: ToolGateMetrics): AuditStore {
+  const append = (record: AuditRecord): unknown => {
+    const appended: unknown = store.append(record);
+    const count = (isNew: unknown): unknown => {
+      if (isNew === true) metrics.recorded(record);
+      return isNew;
+    };
+    return appended instanceof Promise ? appended.then(count) : count(appended);
+  };
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'append') return append;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
+ * Counts what only an activity's answer shows: a lost write's effect found applied by the backend
+ * (`findAppliedEffect` answering `applied`). Counted when the answer is returned, once per completed
+ * attempt.
+ */
+export function metricsActivityInterceptor(metrics: ToolGateMetrics): ActivityInterceptorsFactory {
+  return (context: Context) => ({
+    inbound: {
+      async execute(input, next) {
+        const output = await next(input);
+        if (context.info.activityType === 'findAppliedEffect' && isApplied(output)) {
+          const tool = (input.args[0] as { tool?: unknown } | undefined)?.tool;
+          if (typeof tool === 'string') metrics.recoveredAfterLostResponse({ tool });
+        }
+        return output;
+      },
+    },
+  });
+}
+
+function isApplied(output: unknown): boolean {
+  return (
+    typeof output === 'object' && output !== null && (output as { status?: unknown }).status === 'applied'
+  );
+}

@@ -1,0 +1,431 @@
+// The audit store's contract, one suite for every implementation: each test file runs it against
+// its own database (SQLite file, PostgreSQL database), so both stores answer the same cases the same way.
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AuditRecord, AuditStore, DecisionAttempt, NotificationDelivery, RegistryEvent } from 'toolgate';
+
+/** One empty database the suite opens stores on, and reaches past them. */
+export interface AuditStoreBacking {
+  /** Opens a store on this database; a second call is a second worker sharing it. */
+  open(): Promise<AuditStore>;
+  /** Runs one statement directly against the database, as anyone holding its credentials could. */
+  execute(sql: string): Promise<void>;
+  /** The `recorded_at` of a call's audit record, in the store's ISO 8601 form (for the window's bounds). */
+  recordedAtOf(callId: string): Promise<string>;
+  /** Releases the backing's own connection (the suite closes the stores it opened). */
+  dispose(): Promise<void>;
+}
+
+const isoInstant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A final record of one run of a call; `overrides` set what a test cares about. */
+export function auditRecord(overrides: Partial<AuditRecord> = {}): AuditRecord {
+  const callId = overrides.callId ?? `tc-${randomUUID()}`;
+  const at = new Date().toISOString();
+  return {
+    callId,
+    runId: randomUUID(),
+    session: `session-${randomUUID()}`,
+    caller: 'support-bot',
+    tool: 'refund_order',
+    rawArguments: '{"order_id":"ORD-1001","amount_cents":2590}',
+    code: 'OK',
+    ok: true,
+    effect: 'applied',
+    result: { ok: true, tool: 'refund_order', code: 'OK', message: 'refunded', effect: 'applied', callId },
+    startedAt: at,
+    finishedAt: at,
+    durationMs: 12,
+    ...overrides,
+  };
+}
+
+function decisionAttempt(overrides: Partial<DecisionAttempt> = {}): DecisionAttempt {
+  return {
+    updateId: randomUUID(),
+    callId: `tc-${randomUUID()}`,
+    runId: randomUUID(),
+    approver: 'alice',
+    decision: 'approve',
+    outcome: 'accepted',
+    source: 'admin',
+    envelope: { nonce: 'n-1', decision: 'approve' },
+    ...overrides,
+  };
+}
+
+function registryEvent(overrides: Partial<RegistryEvent> = {}): RegistryEvent {
+  return {
+    updateId: randomUUID(),
+    action: 'enrolKey',
+    outcome: 'accepted',
+    operator: 'olivia',
+    approver: 'alice',
+    inviteId: `invite-${randomUUID()}`,
+    keyId: `key-${randomUUID()}`,
+    detail: 'laptop',
+    at: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+function delivery(overrides: Partial<NotificationDelivery> = {}): NotificationDelivery {
+  return {
+    eventId: `event-${randomUUID()}`,
+    channel: 'approvers',
+    callId: `tc-${randomUUID()}`,
+    event: 'approval-requested',
+    outcome: 'delivered',
+    httpStatus: 200,
+    attempt: 1,
+    ...overrides,
+  } as NotificationDelivery;
+}
+
+/** A moment strictly after every timestamp already written (they are cut to milliseconds). */
+async function nextMillisecond(): Promise<void> {
+  const now = Date.now();
+  while (Date.now() <= now) await sleep(1);
+}
+
+/** Defines the contract's tests for the stores `backing` opens; each test gets a fresh, empty backing. */
+export function describeAuditStoreContract(input: {
+  name: string;
+  backing: () => Promise<AuditStoreBacking>;
+}) {
+  describe(`the ${input.name} audit store`, () => {
+    const opened: { backing: AuditStoreBacking; stores: AuditStore[] }[] = [];
+    afterEach(async () => {
+      for (const { backing, stores } of opened.splice(0)) {
+        for (const store of stores) await store.close();
+        await backing.dispose();
+      }
+    });
+    /** A fresh, empty backing; `another()` opens a store on it (one more worker). */
+    const emptyBacking = async () => {
+      const backing = await input.backing();
+      const entry = { backing, stores: [] as AuditStore[] };
+      opened.push(entry);
+      const another = async () => {
+        const store = await backing.open();
+        entry.stores.push(store);
+        return store;
+      };
+      return { backing, another };
+    };
+    /** A fresh backing and a first store on it. */
+    const fresh = async () => {
+      const { backing, another } = await emptyBacking();
+      return { backing, store: await another(), another };
+    };
+
+    it('writes a record once: the same call id and run id again changes nothing and says so', async () => {
+      const { store } = await fresh();
+      const record = auditRecord();
+      expect(await store.append(record)).toBe(true);
+      expect(await store.append(record)).toBe(false);
+      // A retry that carries other content under the same key does not overwrite the first.
+      expect(await store.append({ ...record, code: 'INTERNAL_ERROR', ok: false })).toBe(false);
+      expect(await store.recordsOf(record.callId)).toEqual([record]);
+      // Another run of the same call is another record.
+      const second = auditRecord({ callId: record.callId, code: 'APPROVAL_DENIED', ok: false });
+      expect(await store.append(second)).toBe(true);
+      expect(await store.recordsOf(record.callId)).toEqual([record, second]);
+    });
+
+    it('reads a record back exactly as it was appended, optional fields and odd text included', async () => {
+      const { store } = await fresh();
+      const record = auditRecord({
+        rawArguments: '{"note":"nul \u0000, lone \ud800, emoji 💸, quote \\" and ü"}',
+        intentId: 'intent-1',
+        userMessage: 'refund ORD-1001 — it arrived broken',
+        validatedArguments: { order_id: 'ORD-1001', amount_cents: 2590, nested: { list: [1, null, 'x'] } },
+        riskLevel: 'irreversible',
+        policyVersion: 'test-1@0123456789ab',
+        decisions: [
+          {
+            approver: 'alice',
+            decision: 'approve',
+            reason: 'ok',
+            round: 1,
+            outcome: 'accepted',
+            at: new Date().toISOString(),
+          },
+        ],
+      });
+      await store.append(record);
+      const [read] = await store.recordsOf(record.callId);
+      expect(read).toEqual(record);
+      expect(JSON.stringify(read)).toBe(JSON.stringify(record));
+    });
+
+    it('lists a call oldest first in the order appended, and recent() newest first within its limit', async () => {
+      const { store } = await fresh();
+      const callId = `tc-${randomUUID()}`;
+      // Appended in this order, whatever their own start times say.
+      const runs = [
+        auditRecord({ callId, startedAt: '2030-01-01T00:00:00.000Z' }),
+        auditRecord({ callId, startedAt: '2020-01-01T00:00:00.000Z' }),
+        auditRecord({ callId, startedAt: '2025-01-01T00:00:00.000Z' }),
+      ];
+      for (const run of runs) await store.append(run);
+      const other = auditRecord();
+      await store.append(other);
+      expect((await store.recordsOf(callId)).map((record) => record.runId)).toEqual(
+        runs.map((run) => run.runId),
+      );
+      expect(await store.recent({ limit: 2 })).toEqual([other, runs[2]]);
+      expect(await store.recent()).toEqual([other, ...[...runs].reverse()]);
+      expect(await store.recordsOf('tc-nobody')).toEqual([]);
+    });
+
+    it('gives the records written in a window: from since (inclusive) to until (exclusive), oldest first', async () => {
+      const { store, backing } = await fresh();
+      const before = auditRecord();
+      await store.append(before);
+      await nextMillisecond();
+      const inside = auditRecord();
+      await store.append(inside);
+      await nextMillisecond();
+      const after = auditRecord();
+      await store.append(after);
+      const insideAt = await backing.recordedAtOf(inside.callId);
+      const afterAt = await backing.recordedAtOf(after.callId);
+      expect(insideAt).toMatch(isoInstant);
+      expect(insideAt < afterAt).toBe(true);
+
+      expect(await store.recordsBetween({ since: insideAt, until: afterAt })).toEqual([inside]);
+      expect(await store.recordsBetween({ since: insideAt, until: insideAt })).toEqual([]);
+      expect(await store.recordsBetween({ since: '2000-01-01T00:00:00.000Z', until: insideAt })).toEqual([
+        before,
+      ]);
+      expect(await store.recordsBetween({ since: insideAt, until: '2999-01-01T00:00:00.000Z' })).toEqual([
+        inside,
+        after,
+      ]);
+      expect(
+        await store.recordsBetween({ since: '2999-01-01T00:00:00.000Z', until: '2999-01-02T00:00:00.000Z' }),
+      ).toEqual([]);
+    });
+
+    it("gives a session's records, its calls and its admission refusals, oldest first, and no other session's", async () => {
+      const { store } = await fresh();
+      const session = `session-${randomUUID()}`;
+      const call = auditRecord({ session });
+      const refusal = auditRecord({
+        session,
+        runId: `admission:${randomUUID()}`,
+        code: 'STEP_LIMIT',
+        ok: false,
+        effect: 'none',
+        durationMs: 0,
+      });
+      const later = auditRecord({ session, tool: 'get_order' });
+      await store.append(call);
+      await store.append(auditRecord());
+      await store.append(refusal);
+      await store.append(later);
+      expect(await store.recordsOfSession(session)).toEqual([call, refusal, later]);
+      expect(await store.recordsOfSession('session-nobody')).toEqual([]);
+    });
+
+    it('writes a decision attempt once per update id and source, and lists a call’s attempts oldest first', async () => {
+      const { store } = await fresh();
+      const callId = `tc-${randomUUID()}`;
+      const startedAt = Date.now();
+      const admin = decisionAttempt({ callId, outcome: 'SELF_APPROVAL' });
+      expect(await store.appendDecisionAttempt(admin)).toBe(true);
+      expect(await store.appendDecisionAttempt({ ...admin, outcome: 'accepted' })).toBe(false);
+      // The workflow's record of the same update is its own.
+      const workflow = { ...admin, source: 'workflow' as const };
+      expect(await store.appendDecisionAttempt(workflow)).toBe(true);
+      const keyed = decisionAttempt({ callId, keyId: 'key-1', envelope: null });
+      await store.appendDecisionAttempt(keyed);
+      await store.appendDecisionAttempt(decisionAttempt());
+
+      const attempts = await store.decisionAttemptsOf(callId);
+      expect(attempts.map(({ recordedAt: _recordedAt, ...attempt }) => attempt)).toEqual([
+        admin,
+        workflow,
+        keyed,
+      ]);
+      for (const { recordedAt } of attempts) {
+        expect(recordedAt).toMatch(isoInstant);
+        expect(Date.parse(recordedAt)).toBeGreaterThanOrEqual(startedAt - 1_000);
+        expect(Date.parse(recordedAt)).toBeLessThanOrEqual(Date.now() + 1_000);
+      }
+      expect(await store.decisionAttemptsOf('tc-nobody')).toEqual([]);
+    });
+
+    it('writes a registry event once per update id and outcome, and finds the accepted ones about a key or an invite', async () => {
+      const { store } = await fresh();
+      const enrolled = registryEvent();
+      const refused = registryEvent({
+        keyId: enrolled.keyId,
+        action: 'revokeKey',
+        outcome: 'SIGNATURE_INVALID',
+        detail: 'not signed by olivia',
+      });
+      const revoked = registryEvent({ keyId: enrolled.keyId, action: 'revokeKey', detail: 'laptop stolen' });
+      const { keyId: _keyId, ...invite } = registryEvent({
+        action: 'addInvite',
+        inviteId: enrolled.inviteId,
+      });
+      expect(await store.appendRegistryEvent(invite)).toBe(true);
+      expect(await store.appendRegistryEvent(enrolled)).toBe(true);
+      expect(await store.appendRegistryEvent(enrolled)).toBe(false);
+      expect(await store.appendRegistryEvent(refused)).toBe(true);
+      // The same update with another outcome (the admin side's view and the worker's) is another row.
+      expect(await store.appendRegistryEvent({ ...revoked, outcome: 'KEY_UNKNOWN' })).toBe(true);
+      expect(await store.appendRegistryEvent(revoked)).toBe(true);
+      const unrelated = registryEvent();
+      await store.appendRegistryEvent(unrelated);
+
+      const all = await store.registryEvents();
+      expect(all.map(({ recordedAt: _recordedAt, ...event }) => event)).toEqual([
+        invite,
+        enrolled,
+        refused,
+        { ...revoked, outcome: 'KEY_UNKNOWN' },
+        revoked,
+        unrelated,
+      ]);
+      for (const { recordedAt } of all) expect(recordedAt).toMatch(isoInstant);
+      const about = async (query: { keyId?: string; inviteId?: string }) =>
+        (await store.acceptedRegistryEventsAbout(query)).map(
+          ({ recordedAt: _recordedAt, ...event }) => event,
+        );
+      expect(await about({ keyId: enrolled.keyId! })).toEqual([enrolled, revoked]);
+      expect(await about({ inviteId: enrolled.inviteId! })).toEqual([invite, enrolled]);
+      expect(await about({ keyId: enrolled.keyId!, inviteId: enrolled.inviteId! })).toEqual([
+        invite,
+        enrolled,
+        revoked,
+      ]);
+      expect(await about({})).toEqual([]);
+      expect(await about({ keyId: 'key-nobody' })).toEqual([]);
+    });
+
+    it('writes a notification delivery once per event and channel: the first outcome holds', async () => {
+      const { store } = await fresh();
+      const callId = `tc-${randomUUID()}`;
+      const delivered = delivery({ callId });
+      expect(await store.appendNotificationDelivery(delivered)).toBe(true);
+      expect(
+        await store.appendNotificationDelivery({
+          eventId: delivered.eventId,
+          channel: delivered.channel,
+          callId,
+          event: delivered.event,
+          outcome: 'failed',
+          reason: 'its round ended first',
+        }),
+      ).toBe(false);
+      const onCall = delivery({
+        callId,
+        eventId: delivered.eventId,
+        channel: 'on-call',
+        outcome: 'refused',
+        httpStatus: 404,
+      });
+      expect(await store.appendNotificationDelivery(onCall)).toBe(true);
+      const failed = delivery({
+        callId,
+        outcome: 'failed',
+        reason: 'retries ran out',
+        httpStatus: 503,
+        attempt: 5,
+      });
+      await store.appendNotificationDelivery(failed);
+      await store.appendNotificationDelivery(delivery());
+
+      const deliveries = await store.notificationDeliveriesOf(callId);
+      expect(deliveries.map(({ recordedAt: _recordedAt, ...rest }) => rest)).toEqual([
+        delivered,
+        onCall,
+        failed,
+      ]);
+      for (const { recordedAt } of deliveries) expect(recordedAt).toMatch(isoInstant);
+      expect(await store.notificationDeliveriesOf('tc-nobody')).toEqual([]);
+    });
+
+    it('refuses an UPDATE or a DELETE issued directly against the database, on every table', async () => {
+      const { store, backing } = await fresh();
+      const record = auditRecord();
+      const attempt = decisionAttempt({ callId: record.callId });
+      const event = registryEvent();
+      const sent = delivery({ callId: record.callId });
+      await store.append(record);
+      await store.appendDecisionAttempt(attempt);
+      await store.appendRegistryEvent(event);
+      await store.appendNotificationDelivery(sent);
+
+      const statements = [
+        "UPDATE audit_records SET code = 'OK', record = '{}'",
+        'DELETE FROM audit_records',
+        "UPDATE decision_attempts SET attempt = '{}'",
+        'DELETE FROM decision_attempts',
+        "UPDATE registry_events SET outcome = 'accepted'",
+        'DELETE FROM registry_events',
+        "UPDATE notification_deliveries SET delivery = '{}'",
+        'DELETE FROM notification_deliveries',
+      ];
+      for (const statement of statements) {
+        await expect(backing.execute(statement), statement).rejects.toThrow(/append-only/);
+      }
+      expect(await store.recordsOf(record.callId)).toEqual([record]);
+      expect(await store.decisionAttemptsOf(record.callId)).toMatchObject([attempt]);
+      expect(await store.registryEvents()).toMatchObject([event]);
+      expect(await store.notificationDeliveriesOf(record.callId)).toMatchObject([sent]);
+    });
+
+    it("shares one database between two workers: each sees the other's records, and a record both append is written once", async () => {
+      const { store: first, another } = await fresh();
+      const second = await another();
+      const record = auditRecord();
+      expect(await first.append(record)).toBe(true);
+      expect(await second.recordsOf(record.callId)).toEqual([record]);
+      expect(await second.append(record)).toBe(false);
+
+      // The same records, appended at once by both workers, many times: each written once.
+      const records = Array.from({ length: 10 }, () => auditRecord());
+      const appended = await Promise.all(
+        records.flatMap((each) => [first, second, first, second].map((store) => store.append(each))),
+      );
+      expect(appended.filter(Boolean)).toHaveLength(records.length);
+      const attempt = decisionAttempt();
+      const event = registryEvent();
+      const sent = delivery();
+      const written = await Promise.all(
+        [first, second].flatMap((store) => [
+          store.appendDecisionAttempt(attempt),
+          store.appendRegistryEvent(event),
+          store.appendNotificationDelivery(sent),
+        ]),
+      );
+      expect(written.filter(Boolean)).toHaveLength(3);
+      for (const each of records) expect(await first.recordsOf(each.callId)).toEqual([each]);
+      expect(await first.decisionAttemptsOf(attempt.callId)).toHaveLength(1);
+      expect(await second.registryEvents()).toHaveLength(1);
+      expect(await second.notificationDeliveriesOf(sent.callId)).toHaveLength(1);
+      expect(await second.recent({ limit: 100 })).toHaveLength(records.length + 1);
+    });
+
+    it('makes its tables once when workers start together on an empty database, and keeps them on the next start', async () => {
+      const { another } = await emptyBacking();
+      const [first, ...others] = await Promise.all(Array.from({ length: 8 }, another));
+      const record = auditRecord();
+      expect(await first!.append(record)).toBe(true);
+      for (const store of others) expect(await store.recordsOf(record.callId)).toEqual([record]);
+      // A worker started later finds the tables and what they hold.
+      const later = await another();
+      expect(await later.recordsOf(record.callId)).toEqual([record]);
+      expect(await later.append(record)).toBe(false);
+      // A worker's shutdown may close its store twice (its own closers, then the caller's).
+      await later.close();
+      await expect(later.close()).resolves.toBeUndefined();
+      expect(await first!.recordsOf(record.callId)).toEqual([record]);
+    });
+  });
+}
