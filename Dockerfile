@@ -22,7 +22,8 @@ WORKDIR /app
 # project installs the toolgate package with its peers instead (see the README).
 COPY --from=build /app /app
 # /app/.toolgate: state a container keeps (MCP tokens, the SQLite audit store when no
-# TOOLGATE_AUDIT_URL is set); the keys folder is mounted read-only inside it. /var/lib/orders: the
+# TOOLGATE_AUDIT_URL is set); a service's own keys folder (deploy/keys/SERVICE) is mounted read-only
+# inside it. No secret is in the image: env files and keys come at run time. /var/lib/orders: the
 # orders example's database. Both belong to the unprivileged user, so the named volumes mounted
 # there are created writable for it.
 RUN ln -s /app/bin/toolgate.cjs /usr/local/bin/toolgate \

@@ -130,6 +130,9 @@ export { defaultTaskQueue } from './shared/temporal';
 // toolgate's workflows, bundled: for a worker of your own (`Worker.create({ workflowBundle })`) or a
 // replay test of your histories against a new toolgate.
 export { toolGateWorkflowBundle } from './workflow-bundle';
+// The failure converter the bundle is built with (messages and stack traces in an encoded payload):
+// a worker or client of your own passes it as `dataConverter.failureConverterPath`.
+export { toolGateFailureConverterPath } from './connection/failure-converter-path';
 
 // Agents: the client that proposes calls.
 export { ToolGateClient } from './client';

@@ -156,7 +156,7 @@ export async function startToolGateWorker(input: {
       ...(input.workflowBundle ? { workflowBundle: input.workflowBundle } : {}),
       ...(metrics ? { metrics } : {}),
       ...(input.tracing ? { tracing: input.tracing } : {}),
-      ...(settings.dataConverter ? { dataConverter: settings.dataConverter } : {}),
+      dataConverter: settings.dataConverter,
     });
     let running: Promise<void> | undefined;
     const run = (): Promise<void> => {

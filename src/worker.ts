@@ -26,6 +26,7 @@ import { defaultTaskQueue } from './shared/temporal';
 import type { ExecutionRetry } from './tools/define-tool';
 import { defaultExecutionRetry } from './tools/define-tool';
 import type { ImplementedTool } from './tools/define-tool-implementation';
+import { toolGateFailureConverterPath } from './connection/failure-converter-path';
 import { toolGateWorkflowBundle } from './workflow-bundle';
 
 /** What a toolgate worker needs; config is read by the caller (an entry point), never in here. */
@@ -57,7 +58,9 @@ export interface ToolGateWorkerOptions {
   tracing?: Pick<ToolGateTracing, 'spanProcessor' | 'resource'>;
   /**
    * Payload codecs (e.g. the encryption codec of `resolveTemporalConnection`). Only codecs: they run
-   * outside the workflow sandbox, so the prebuilt bundle needs no converter of its own.
+   * outside the workflow sandbox. The failure converter is always toolgate's own (see
+   * `toolGateFailureConverterPath`), the one the prebuilt bundle is built with, so the activities
+   * encode failures as the workflows do.
    */
   dataConverter?: Pick<DataConverter, 'payloadCodecs'>;
   /** Extra worker options (tuning); toolgate's own fields win. */
@@ -111,7 +114,10 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue ?? defaultTaskQueue,
     workflowBundle: options.workflowBundle ?? toolGateWorkflowBundle({ traced: tracing !== undefined }),
-    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    dataConverter: {
+      ...(options.dataConverter?.payloadCodecs ? { payloadCodecs: options.dataConverter.payloadCodecs } : {}),
+      failureConverterPath: toolGateFailureConverterPath(),
+    },
     activities,
     ...(metrics || tracing
       ? {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { dirname, join, resolve } from 'node:path';
 import type { BundleOptions } from '@temporalio/worker';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { toolGateFailureConverterPath } from './connection/failure-converter-path';
 
 /**
  * How toolgate bundles workflow code: webpack's production optimisations (module concatenation,
@@ -82,7 +83,11 @@ export function prebuildWorkflowBundle(input: { workflowsPath: string; outFile: 
   return { codePath: input.outFile };
 }
 
-/** A digest of every source file, so a cached bundle is never older than the code it was built from. */
+/**
+ * A digest of every source file under `src/` (the workflows, the failure converter the bundle is
+ * built with, and this module's bundling options), so a cached bundle is never older than the code
+ * it was built from.
+ */
 function digestOfSources(root: string): string {
   const hash = createHash('sha256');
   const walk = (directory: string): void => {
@@ -101,6 +106,9 @@ function digestOfSources(root: string): string {
 async function bundleToFile(workflowsPath: string, outFile: string, traced: boolean): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: resolve(workflowsPath),
+    // toolgate's failure converter, which workers' activities and every client toolgate opens load
+    // too: the sandbox takes one only from the bundle.
+    failureConverterPath: toolGateFailureConverterPath(),
     ...(traced ? { workflowInterceptorModules: tracingInterceptorModules() } : {}),
     ...workflowBundlerOptions,
   });

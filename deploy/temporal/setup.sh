@@ -2,8 +2,9 @@
 # One-shot jobs of docker-compose.yml, run in the temporalio/admin-tools image. Both are idempotent:
 # they run on every `docker compose up` and change only what is missing.
 #
-#   setup.sh schema     before the server: the databases and their schemas (temporal-sql-tool), and the
-#                       database of toolgate's audit store
+#   setup.sh schema     before the server: the databases and their schemas (temporal-sql-tool), and
+#                       toolgate's audit store: a role of its own (the user of TOOLGATE_AUDIT_URL, from
+#                       deploy/audit.env) that owns its database and nothing else
 #   setup.sh namespace  once the server answers: the namespace with its retention, and the search
 #                       attributes toolgate's workflows set (src/shared/temporal.ts, `searchAttributes`)
 set -eu
@@ -20,6 +21,10 @@ schema() {
   query() { # query DATABASE SQL: one value, unaligned
     psql --host "$POSTGRES_SEEDS" --port "$port" --username "$POSTGRES_USER" --dbname "$1" \
       --no-psqlrc --tuples-only --no-align --set ON_ERROR_STOP=1 --command "$2"
+  }
+  statements() { # statements DATABASE < SQL: run quietly, stopping at the first error
+    psql --host "$POSTGRES_SEEDS" --port "$port" --username "$POSTGRES_USER" --dbname "$1" \
+      --no-psqlrc --quiet --set ON_ERROR_STOP=1 --file - >/dev/null
   }
   sql() {
     temporal-sql-tool --plugin postgres12 --ep "$POSTGRES_SEEDS" -p "$port" -u "$POSTGRES_USER" "$@"
@@ -43,10 +48,79 @@ schema() {
     fi
     # Applies each versioned step the database lacks, so a newer admin-tools image migrates it.
     sql --db "$database" update-schema -d "$directory"
+    # Only the superuser the server connects as: no other role (the audit store's) may even connect.
+    query postgres "REVOKE ALL ON DATABASE \"$database\" FROM PUBLIC" >/dev/null
   done
-  # toolgate's audit store (TOOLGATE_AUDIT_URL) makes its own tables; it needs its database.
-  ensure_database "${TOOLGATE_AUDIT_DBNAME:-toolgate_audit}"
+  audit_store
   echo 'schema: done'
+}
+
+# toolgate's audit store makes its own tables; it needs a database, and a role that owns that database
+# and nothing else: the toolgate processes never hold the superuser's password.
+audit_store() {
+  : "${TOOLGATE_AUDIT_URL:?set TOOLGATE_AUDIT_URL in deploy/audit.env}"
+  # postgres://ROLE:PASSWORD@HOST:PORT/DATABASE, as the toolgate processes read it.
+  case "$TOOLGATE_AUDIT_URL" in
+    postgres://*:*@*/*) rest="${TOOLGATE_AUDIT_URL#postgres://}" ;;
+    postgresql://*:*@*/*) rest="${TOOLGATE_AUDIT_URL#postgresql://}" ;;
+    *) audit_refused 'not postgres://ROLE:PASSWORD@HOST:PORT/DATABASE' ;;
+  esac
+  credentials="${rest%%@*}"
+  role="${credentials%%:*}"
+  password="${credentials#*:}"
+  database="${rest#*@}"
+  database="${database#*/}"
+  database="${database%%\?*}"
+  # Names and password go into SQL and a URL unquoted: letters, digits and a few safe signs only.
+  case "$role" in
+    '' | [0-9]* | pg_* | *[!a-z0-9_]*) audit_refused "role \"$role\": lower-case letters, digits and _" ;;
+  esac
+  case "$database" in
+    '' | [0-9]* | *[!a-z0-9_]*) audit_refused "database \"$database\": lower-case letters, digits and _" ;;
+  esac
+  case "$password" in
+    '' | *[!A-Za-z0-9._~-]*) audit_refused 'password: letters, digits and . _ ~ - only (e.g. `openssl rand -hex 24`)' ;;
+  esac
+  if [ "$role" = "$POSTGRES_USER" ]; then
+    audit_refused "role $role is the superuser of deploy/postgres.env: give the audit store a role of its own"
+  fi
+  if [ "$(query postgres "SELECT 1 FROM pg_roles WHERE rolname = '$role'")" = 1 ]; then
+    echo "schema: role $role exists; setting its password"
+    verb=ALTER
+  else
+    echo "schema: creating role $role"
+    verb=CREATE
+  fi
+  # On standard input, not the command line: the password never shows in a process list.
+  statements postgres <<SQL
+$verb ROLE "$role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$password';
+SQL
+  ensure_database "$database"
+  query postgres "ALTER DATABASE \"$database\" OWNER TO \"$role\"" >/dev/null
+  query postgres "REVOKE ALL ON DATABASE \"$database\" FROM PUBLIC" >/dev/null
+  # What an earlier deployment's store made as the superuser becomes the role's (identity sequences and
+  # triggers follow their tables), so its next start can run its CREATE ... IF NOT EXISTS / OR REPLACE.
+  statements "$database" <<SQL
+DO \$\$
+DECLARE item record;
+BEGIN
+  FOR item IN SELECT c.oid::regclass AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND pg_get_userbyid(c.relowner) <> '$role' LOOP
+    EXECUTE format('ALTER TABLE %s OWNER TO %I', item.name, '$role');
+  END LOOP;
+  FOR item IN SELECT p.oid::regprocedure AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> '$role' LOOP
+    EXECUTE format('ALTER FUNCTION %s OWNER TO %I', item.name, '$role');
+  END LOOP;
+END
+\$\$;
+SQL
+  echo "schema: database $database owned by $role"
+}
+
+audit_refused() {
+  echo "schema: TOOLGATE_AUDIT_URL in deploy/audit.env: $1" >&2
+  exit 1
 }
 
 namespace() {

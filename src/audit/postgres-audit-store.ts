@@ -14,6 +14,12 @@ const isoRecordedAt = `to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH2
 // Payloads are stored as the JSON text written (not jsonb), so a record reads back exactly as it was
 // appended. `sequence` is the insertion order; `recorded_at` is the database's clock, one clock for
 // every worker, cut to milliseconds like SQLite's.
+const auditTables = ['audit_records', 'decision_attempts', 'registry_events', 'notification_deliveries'];
+const guardTriggers = auditTables.flatMap((table) => [
+  `${table}_no_update_or_delete`,
+  `${table}_no_truncate`,
+]);
+
 const schema = `
   CREATE TABLE IF NOT EXISTS audit_records (
     sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -65,7 +71,7 @@ const schema = `
   CREATE OR REPLACE FUNCTION toolgate_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN RAISE EXCEPTION 'the audit store is append-only'; END
   $$;
-  ${['audit_records', 'decision_attempts', 'registry_events', 'notification_deliveries']
+  ${auditTables
     .map(
       (table) => `
   CREATE OR REPLACE TRIGGER ${table}_no_update_or_delete BEFORE UPDATE OR DELETE ON ${table}
@@ -89,7 +95,17 @@ export async function openPostgresAuditStore(input: {
   /** Pool options other than the URL (size, timeouts, TLS). */
   pool?: Omit<PoolConfig, 'connectionString'>;
 }): Promise<AuditStore> {
-  const pool = new Pool({ ...input.pool, connectionString: input.url });
+  // A database that stops answering must not hold a worker forever (the audit sinks are awaited while
+  // a workflow activation completes): connecting, each statement and each query are bounded, and
+  // TCP keepalive notices a peer that vanished. Each can be overridden through `pool`.
+  const pool = new Pool({
+    connectionTimeoutMillis: 10_000,
+    query_timeout: 15_000,
+    statement_timeout: 10_000,
+    keepAlive: true,
+    ...input.pool,
+    connectionString: input.url,
+  });
   // An idle connection the server dropped: the pool discards it and the next query opens another.
   pool.on('error', () => undefined);
   try {
@@ -195,6 +211,14 @@ export async function openPostgresAuditStore(input: {
 
 /** Creates the tables, indexes and triggers that are missing, in one transaction, under the lock. */
 async function createSchema(pool: Pool): Promise<void> {
+  // Tables and guards in place: nothing to create. Workers may then connect as a role that can only
+  // INSERT and SELECT (the tables' owner, who can drop a trigger, sets them up once).
+  const { rows } = await pool.query<{ guards: number }>(
+    `SELECT count(*)::int AS guards FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+      WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1) AND t.tgname = ANY($2)`,
+    [auditTables, guardTriggers],
+  );
+  if (rows[0]?.guards === guardTriggers.length) return;
   const client = await pool.connect();
   try {
     await client.query('BEGIN');

@@ -112,6 +112,17 @@ describe('codec keys in TOOLGATE_CODEC_KEYS form', () => {
     expect(() => parseCodecKeys({ text: 'k1:not base64!' })).toThrow(/TOOLGATE_CODEC_KEYS: key "k1"/);
     const line = generateCodecKeyLine({ id: 'twice' });
     expect(() => parseCodecKeys({ text: `${line},${line}` })).toThrow(/"twice" appears twice/);
+    // A key and its id written the wrong way round: refused without printing the key to the logs.
+    const key = randomBytes(32).toString('base64');
+    let swapped: unknown;
+    try {
+      parseCodecKeys({ text: `${key}:prod-1` });
+    } catch (error) {
+      swapped = error;
+    }
+    expect((swapped as Error).name).toBe('ConfigurationError');
+    expect((swapped as Error).message).toMatch(/no usable id .*is the line written as <id>:<key>\?/);
+    expect((swapped as Error).message).not.toContain(key.slice(0, 12));
     try {
       parseCodecKeys({ text: 'k1:short' });
     } catch (error) {

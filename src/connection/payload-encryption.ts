@@ -158,7 +158,7 @@ export function codecKeysFromConfig(input: {
         id?: unknown;
         key?: unknown;
       };
-      return { id: String(id), key: decodeKey(typeof key === 'string' ? key : '') };
+      return { id: typeof id === 'string' ? id : '', key: decodeKey(typeof key === 'string' ? key : '') };
     }),
     source: `${input.source}: codec.keys`,
     hint,
@@ -192,7 +192,8 @@ function checkKeys(input: {
   for (const [index, entry] of input.keys.entries()) {
     if (!keyIdPattern.test(entry.id)) {
       throw new ConfigurationError(
-        `${input.source}: key ${index + 1} has the id "${entry.id}"; an id is 1 to 64 letters, digits, ".", "_" or "-"; ${hint}`,
+        // The id is not echoed: a key and its id written the wrong way round would print the key.
+        `${input.source}: key ${index + 1} has no usable id (${entry.id.length} characters); an id is 1 to 64 letters, digits, ".", "_" or "-" (is the line written as <id>:<key>?); ${hint}`,
       );
     }
     if (seen.has(entry.id)) {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateCodecKeyLine } from './payload-encryption';
+import { toolGateFailureConverterPath } from './failure-converter-path';
 import {
   clientConnectionOptions,
   nativeConnectionOptions,
@@ -24,7 +25,13 @@ const configSource = join(directory, 'toolgate.config.ts');
 describe('the Temporal connection settings', () => {
   it('connect in plaintext to the local default when nothing is configured', () => {
     const settings = resolveTemporalConnection({ env: {} });
-    expect(settings).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'toolgate' });
+    expect(settings).toEqual({
+      address: '127.0.0.1:7233',
+      namespace: 'default',
+      taskQueue: 'toolgate',
+      // No codec, but toolgate's failure converter all the same: the workflow bundle is built with it.
+      dataConverter: { failureConverterPath: toolGateFailureConverterPath() },
+    });
     expect(clientConnectionOptions(settings, { connectTimeout: '5s' })).toEqual({
       address: '127.0.0.1:7233',
       connectTimeout: '5s',
@@ -130,7 +137,10 @@ describe('the Temporal connection settings', () => {
     const config = { codec: { keys: [{ id: 'from-config', key: configKey }] } };
     const fromConfig = resolveTemporalConnection({ config, env: {} });
     expect(fromConfig.codec?.activeKeyId).toBe('from-config');
-    expect(fromConfig.dataConverter?.payloadCodecs).toEqual([fromConfig.codec]);
+    expect(fromConfig.dataConverter).toEqual({
+      failureConverterPath: toolGateFailureConverterPath(),
+      payloadCodecs: [fromConfig.codec],
+    });
     const fromEnv = resolveTemporalConnection({
       config,
       env: {

@@ -8,6 +8,7 @@ import type { ConnectionLike, ConnectionOptions, DataConverter, TLSConfig } from
 import type { CodecConfig, TemporalConfig } from '../config';
 import { ConfigurationError } from '../policy/load-policy';
 import { defaultTaskQueue } from '../shared/temporal';
+import { toolGateFailureConverterPath } from './failure-converter-path';
 import {
   codecKeysEnvironmentVariable,
   codecKeysFromConfig,
@@ -53,8 +54,12 @@ export interface TemporalConnectionSettings {
   apiKey?: string;
   /** The payload codec, when keys are configured. */
   codec?: PayloadEncryptionCodec;
-  /** What clients and workers pass as `dataConverter`: the codec, when configured. */
-  dataConverter?: DataConverter;
+  /**
+   * What clients and workers pass as `dataConverter`: toolgate's failure converter (failure messages
+   * and stack traces in an encoded payload, as the workflow bundle encodes them) and the codec, when
+   * configured.
+   */
+  dataConverter: DataConverter;
 }
 
 /**
@@ -89,7 +94,11 @@ export function resolveTemporalConnection(input: {
     taskQueue,
     ...(tls ? { tls } : {}),
     ...(apiKey ? { apiKey } : {}),
-    ...(codec ? { codec, dataConverter: { payloadCodecs: [codec] } } : {}),
+    ...(codec ? { codec } : {}),
+    dataConverter: {
+      failureConverterPath: toolGateFailureConverterPath(),
+      ...(codec ? { payloadCodecs: [codec] } : {}),
+    },
   };
 }
 
@@ -123,8 +132,8 @@ export function nativeConnectionOptions(settings: TemporalConnectionSettings): {
 }
 
 /**
- * Opens a client's connection and a client on the settings' namespace, with the codec when one is
- * configured. The caller closes `connection`.
+ * Opens a client's connection and a client on the settings' namespace, with toolgate's failure
+ * converter and the codec when one is configured. The caller closes `connection`.
  */
 export async function connectTemporalClient(
   settings: TemporalConnectionSettings,
@@ -134,7 +143,10 @@ export async function connectTemporalClient(
   return { connection, client: temporalClientOn({ connection, settings }) };
 }
 
-/** A client on an open connection (a client's or a worker's), with the settings' namespace and codec. */
+/**
+ * A client on an open connection (a client's or a worker's), with the settings' namespace, codec
+ * and failure converter.
+ */
 export function temporalClientOn(input: {
   connection: ConnectionLike;
   settings: Pick<TemporalConnectionSettings, 'namespace' | 'dataConverter'>;
@@ -142,7 +154,7 @@ export function temporalClientOn(input: {
   return new Client({
     connection: input.connection,
     namespace: input.settings.namespace,
-    ...(input.settings.dataConverter ? { dataConverter: input.settings.dataConverter } : {}),
+    dataConverter: input.settings.dataConverter,
   });
 }
 

@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { prepareNamespace } from './dev-server';
+import { cleanUpOnProcessEnd } from './process-cleanup';
 
 /** The Temporal server release toolgate builds: the server the Temporal CLI v1.5.1 embeds. */
 export const temporalServerVersion = 'v1.29.1';
@@ -257,6 +258,7 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
     }
   };
   const killOnExit = (): void => killGroup('SIGKILL');
+  let forgetKillOnExit: (() => void) | undefined;
 
   const launch = async (): Promise<void> => {
     stopping = false;
@@ -278,14 +280,14 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
         if (started.pid === undefined) resolve();
       });
     });
-    process.once('exit', killOnExit);
+    forgetKillOnExit = cleanUpOnProcessEnd(killOnExit);
     try {
       await waitUntilServing({ address, child: started, getSpawnError: () => spawnError });
       await ensureNamespace({ address, namespace, retentionDays });
     } catch (error) {
       killGroup('SIGKILL');
       await exited;
-      process.removeListener('exit', killOnExit);
+      forgetKillOnExit?.();
       const reason = error instanceof Error ? error.message : String(error);
       throw new Error(
         `The Temporal server (${binaries.serverPath}) did not start on ${address}: ${reason}\n` +
@@ -298,7 +300,7 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
     stopping = true;
     killGroup(signal);
     await exited;
-    process.removeListener('exit', killOnExit);
+    forgetKillOnExit?.();
   };
 
   const stop = async (): Promise<void> => {
@@ -307,7 +309,7 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
     const inTime = await Promise.race([exited.then(() => true), delay(stopTimeoutMilliseconds, false)]);
     if (!inTime) killGroup('SIGKILL');
     await exited;
-    process.removeListener('exit', killOnExit);
+    forgetKillOnExit?.();
   };
 
   log(

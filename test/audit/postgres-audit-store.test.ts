@@ -1,4 +1,6 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo, Socket } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -95,6 +97,47 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
     }
   });
 
+  it('runs as a role that may only insert and read once the owner set the tables up: it cannot drop a guard or delete', async () => {
+    const url = await freshDatabase();
+    const owner = await openPostgresAuditStore({ url });
+    await owner.close();
+    const raw = new Client({ connectionString: url });
+    await raw.connect();
+    const role = `audit_writer_${process.pid}_${databases}`;
+    try {
+      await raw.query(`CREATE ROLE ${role} LOGIN PASSWORD 'writer'`);
+      await raw.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
+      await raw.query(`GRANT INSERT, SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+      const writerUrl = url.replace(/\/\/[^@]+@/, `//${role}:writer@`);
+      const writer = await openPostgresAuditStore({ url: writerUrl });
+      const record = auditRecord();
+      try {
+        expect(await writer.append(record)).toBe(true);
+        expect(await writer.append(record)).toBe(false);
+        expect(await writer.recordsOf(record.callId)).toEqual([record]);
+      } finally {
+        await writer.close();
+      }
+      const asWriter = new Client({ connectionString: writerUrl });
+      await asWriter.connect();
+      try {
+        await expect(
+          asWriter.query('ALTER TABLE audit_records DISABLE TRIGGER audit_records_no_update_or_delete'),
+        ).rejects.toThrow(/must be owner/);
+        await expect(asWriter.query('DELETE FROM audit_records')).rejects.toThrow(/permission denied/);
+        await expect(
+          asWriter.query(
+            'CREATE OR REPLACE FUNCTION toolgate_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$',
+          ),
+        ).rejects.toThrow(/must be owner|permission denied/);
+      } finally {
+        await asWriter.end();
+      }
+    } finally {
+      await raw.end();
+    }
+  });
+
   it('rejects at open when the database cannot be reached, and leaves nothing open', async () => {
     if (!postgres) throw new Error('PostgreSQL did not start');
     await expect(
@@ -104,6 +147,58 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
       }),
     ).rejects.toThrow(/no_such_database/);
   });
+});
+
+describe('the PostgreSQL audit store when the database stops answering', () => {
+  /** A TCP relay to PostgreSQL that can start swallowing every byte both ways (a partition, a hung host). */
+  async function swallowingRelay(targetPort: number) {
+    let swallowing = false;
+    const sockets: Socket[] = [];
+    const relay = createServer((client) => {
+      const upstream = connect(targetPort, '127.0.0.1');
+      sockets.push(client, upstream);
+      client.on('data', (chunk) => swallowing || upstream.write(chunk));
+      upstream.on('data', (chunk) => swallowing || client.write(chunk));
+      client.on('error', () => undefined);
+      upstream.on('error', () => undefined);
+    });
+    await new Promise<void>((listening) => relay.listen(0, '127.0.0.1', listening));
+    return {
+      port: (relay.address() as AddressInfo).port,
+      swallow: () => (swallowing = true),
+      close: () => {
+        for (const socket of sockets) socket.destroy();
+        relay.close();
+      },
+    };
+  }
+
+  it('rejects an append and a new store within its timeouts, never holding a worker forever', async () => {
+    const url = await freshDatabase();
+    const relay = await swallowingRelay(postgres!.port);
+    const relayed = url.replace(`:${postgres!.port}/`, `:${relay.port}/`);
+    // The defaults are 10 s to connect and 15 s per query; a second each keeps the test short.
+    const pool = { connectionTimeoutMillis: 1_000, query_timeout: 1_000 };
+    const store = await openPostgresAuditStore({ url: relayed, pool });
+    try {
+      expect(await store.append(auditRecord({ callId: 'tc-before-the-partition' }))).toBe(true);
+      relay.swallow();
+      const started = Date.now();
+      await expect(store.append(auditRecord({ callId: 'tc-during-the-partition' }))).rejects.toThrow(
+        /timeout/i,
+      );
+      await expect(openPostgresAuditStore({ url: relayed, pool })).rejects.toThrow(/timeout/i);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      relay.close();
+      await store.close();
+    }
+    // Nothing was written during the partition.
+    const direct = await openPostgresAuditStore({ url });
+    expect(await direct.recordsOf('tc-during-the-partition')).toEqual([]);
+    expect(await direct.recordsOf('tc-before-the-partition')).toHaveLength(1);
+    await direct.close();
+  }, 30_000);
 });
 
 describe('openAuditStore with a PostgreSQL URL', () => {

@@ -39,6 +39,8 @@ import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import type { TemporalServer } from '../../src/dev/temporal-server';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import { resolveTemporalServerBinaries, startTemporalServer } from '../../src/dev/temporal-server';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the same: a dev-only helper, never a public entry
+import { cleanUpOnProcessEnd } from '../../src/dev/process-cleanup';
 
 const projectRoot = resolve(__dirname, '..', '..');
 const workerConfigPath = join(__dirname, 'cluster-toolgate.config.ts');
@@ -272,7 +274,7 @@ async function startWorkerProcess(input: {
     }
   };
   const killOnExit = (): void => signalGroup('SIGKILL');
-  process.once('exit', killOnExit);
+  const forgetKillOnExit = cleanUpOnProcessEnd(killOnExit);
 
   const tail: string[] = [];
   let ready = false;
@@ -297,14 +299,14 @@ async function startWorkerProcess(input: {
   const kill = async (): Promise<void> => {
     signalGroup('SIGKILL');
     await exited;
-    process.removeListener('exit', killOnExit);
+    forgetKillOnExit();
   };
   const stop = async (): Promise<void> => {
     signalGroup('SIGTERM');
     const inTime = await Promise.race([exited.then(() => true), delay(workerStopTimeoutMs, false)]);
     if (!inTime) signalGroup('SIGKILL');
     await exited;
-    process.removeListener('exit', killOnExit);
+    forgetKillOnExit();
   };
   if (!started) {
     await kill();

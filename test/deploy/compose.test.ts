@@ -1,13 +1,16 @@
 // The production topology (docker-compose.yml, Dockerfile, deploy/) checked by reading it: this machine
 // has no Docker engine, so the test parses the files and holds them to the rules the README states.
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { searchAttributes } from 'toolgate';
+import { join, posix, resolve } from 'node:path';
+import { keyPaths, searchAttributes } from 'toolgate';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 
 const root = resolve(__dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
+/** The README's "### docker compose" section, up to the next section of its level. */
+const dockerComposeSection = (): string =>
+  read('README.md').split('\n### docker compose\n')[1]?.split('\n### ')[0] ?? '';
 
 interface Healthcheck {
   test?: string[] | string;
@@ -81,6 +84,43 @@ function environmentOf(entry: Service): Set<string> {
     for (const name of Object.keys(envFile(`${file}.example`))) names.add(name);
   return names;
 }
+
+/** A service's bind mounts from the host: the host path (normalised, relative to the file) and the target. */
+function bindMounts(entry: Service): { host: string; target: string; readOnly: boolean }[] {
+  return (entry.volumes ?? []).flatMap((volume) => {
+    const [source = '', target = '', mode = ''] =
+      typeof volume === 'string'
+        ? volume.split(':')
+        : [volume.source ?? '', volume.target, volume.read_only ? 'ro' : ''];
+    if (!source.startsWith('.') && !source.startsWith('/')) return []; // a named volume
+    return [{ host: posix.normalize(source), target, readOnly: mode.split(',').includes('ro') }];
+  });
+}
+
+/** Whether `path` is `folder` or inside it. */
+const within = (path: string, folder: string): boolean =>
+  path === folder || path.startsWith(folder.endsWith('/') ? folder : `${folder}/`);
+
+/** The keys directory the toolgate processes read: the config's default, `.toolgate/keys` under /app. */
+const containerKeysDirectory = '/app/.toolgate/keys';
+
+/** Where a key of the container's keys directory comes from on the host, through the service's mounts. */
+function hostPathOf(entry: Service, containerPath: string): string | undefined {
+  const mount = bindMounts(entry)
+    .filter((candidate) => within(containerPath, candidate.target))
+    .sort((a, b) => b.target.length - a.target.length)[0];
+  return mount && posix.join(mount.host, posix.relative(mount.target, containerPath));
+}
+
+/** The secrets of the env files, and which files carry them: what each service may be given. */
+const secretVariables = [
+  'TOOLGATE_AUDIT_URL',
+  'TOOLGATE_CODEC_KEYS',
+  'TOOLGATE_CODEC_TOKEN',
+  'POSTGRES_USER',
+  'POSTGRES_PASSWORD',
+  'POSTGRES_PWD',
+];
 
 /** `name:tag` with a tag that names a version: digits first, never `latest`. */
 function pinnedVersion(image: string): string | undefined {
@@ -187,33 +227,66 @@ describe('docker-compose.yml', () => {
     expect(published).toEqual(allowedPublished);
   });
 
-  it('gives each toolgate process the environment it needs, secrets from env files only', () => {
+  // Review 14: every toolgate service used to get one env file with the superuser's audit URL, the
+  // codec keys and the codec token.
+  it('gives each service exactly the env files it needs', () => {
+    expect(
+      Object.fromEntries(Object.entries(services).map(([name, entry]) => [name, envFilesOf(entry)])),
+    ).toEqual({
+      postgresql: ['deploy/postgres.env'],
+      // The superuser's password, and the audit URL to create its role with.
+      'temporal-schema': ['deploy/postgres.env', 'deploy/audit.env'],
+      temporal: ['deploy/postgres.env'],
+      'temporal-namespace': [],
+      'temporal-ui': ['deploy/temporal-ui.env'],
+      'codec-server': ['deploy/codec-keys.env', 'deploy/codec-token.env'],
+      worker: ['deploy/audit.env', 'deploy/codec-keys.env'],
+      // It reads the audit record: the store's own role (a read-only one cannot open it: the store runs
+      // its CREATE ... IF NOT EXISTS / OR REPLACE on open).
+      console: ['deploy/audit.env', 'deploy/codec-keys.env'],
+      mcp: ['deploy/codec-keys.env'],
+      orders: [],
+    });
+  });
+
+  it('gives each toolgate process the environment it needs and no secret it does not, from env files only', () => {
     const common = [
       'TEMPORAL_ADDRESS',
       'TEMPORAL_NAMESPACE',
       'TOOLGATE_TASK_QUEUE',
       'TOOLGATE_CONFIG',
-      'TOOLGATE_AUDIT_URL',
-      'TOOLGATE_CODEC_KEYS',
       'OTEL_EXPORTER_OTLP_ENDPOINT',
       'ORDERS_URL',
     ];
     const needs: Record<(typeof toolgateServices)[number], string[]> = {
-      worker: [...common, 'TOOLGATE_METRICS_PORT', 'TOOLGATE_METRICS_HOST'],
-      console: common,
-      mcp: common,
+      worker: [
+        ...common,
+        'TOOLGATE_AUDIT_URL',
+        'TOOLGATE_CODEC_KEYS',
+        'TOOLGATE_METRICS_PORT',
+        'TOOLGATE_METRICS_HOST',
+      ],
+      console: [...common, 'TOOLGATE_AUDIT_URL', 'TOOLGATE_CODEC_KEYS'],
+      mcp: [...common, 'TOOLGATE_CODEC_KEYS'],
       'codec-server': ['TOOLGATE_CODEC_KEYS', 'TOOLGATE_CODEC_TOKEN'],
     };
-    const secrets = ['TOOLGATE_AUDIT_URL', 'TOOLGATE_CODEC_KEYS', 'TOOLGATE_CODEC_TOKEN'];
-    for (const name of toolgateServices) {
+    for (const name of [...toolgateServices, 'orders'] as const) {
       const entry = service(name);
       const environment = environmentOf(entry);
-      for (const variable of needs[name])
-        expect(environment.has(variable), `${name}: ${variable}`).toBe(true);
-      expect(envFilesOf(entry), name).toContain('deploy/toolgate.env');
+      const needed = name === 'orders' ? [] : needs[name];
+      for (const variable of needed) expect(environment.has(variable), `${name}: ${variable}`).toBe(true);
+      for (const secret of secretVariables.filter((variable) => !needed.includes(variable)))
+        expect(environment.has(secret), `${name} is given ${secret}`).toBe(false);
       const inline = Object.keys((entry.environment as Record<string, unknown> | undefined) ?? {});
-      for (const secret of secrets)
+      for (const secret of secretVariables)
         expect(inline, `${name}: ${secret} belongs in an env file`).not.toContain(secret);
+    }
+    // Secrets never in the compose file itself: no service names one inline.
+    for (const [name, entry] of Object.entries(services)) {
+      const inline = Array.isArray(entry.environment)
+        ? entry.environment.map((item) => item.split('=')[0]!)
+        : Object.keys(entry.environment ?? {});
+      for (const secret of secretVariables) expect(inline, `${name}: ${secret}`).not.toContain(secret);
     }
     const worker = service('worker').environment as Record<string, unknown>;
     expect(worker).toMatchObject({
@@ -256,17 +329,80 @@ describe('docker-compose.yml', () => {
     expect(worker.ports).toBeUndefined();
   });
 
-  it('mounts keys read-only from a host folder, and no private key into the console or the orders service', () => {
-    expect(service('worker').volumes).toContain('./deploy/keys:/app/.toolgate/keys:ro');
-    expect(service('mcp').volumes).toContain('./deploy/keys:/app/.toolgate/keys:ro');
-    for (const name of Object.keys(services)) {
-      for (const volume of service(name).volumes ?? []) {
-        const text = typeof volume === 'string' ? volume : `${volume.source}:${volume.target}`;
-        if (text.startsWith('./deploy/keys')) expect(text, `${name}: ${text}`).toMatch(/:ro$/);
+  it('mounts each process a keys folder of its own, read-only, laid out as the keys directory it reads', () => {
+    expect(bindMounts(service('worker'))).toEqual([
+      { host: 'deploy/keys/worker', target: containerKeysDirectory, readOnly: true },
+    ]);
+    expect(bindMounts(service('mcp'))).toEqual([
+      { host: 'deploy/keys/mcp', target: containerKeysDirectory, readOnly: true },
+    ]);
+    expect(bindMounts(service('console'))).toEqual([
+      { host: 'deploy/console', target: '/etc/toolgate/console', readOnly: true },
+    ]);
+    expect(bindMounts(service('orders'))).toEqual([
+      { host: 'deploy/keys/orders', target: '/etc/orders/keys', readOnly: true },
+    ]);
+    expect(service('orders').environment).toMatchObject({
+      ORDERS_MINTER_PUBLIC_KEY: '/etc/orders/keys/minter.pub',
+    });
+    expect(bindMounts(service('codec-server'))).toEqual([]);
+    // Every host folder with keys is mounted read-only, and no two services share one.
+    const hosts = Object.values(services).flatMap((entry) => bindMounts(entry));
+    for (const mount of hosts) expect(mount.readOnly, mount.host).toBe(true);
+    const keyFolders = hosts.filter((mount) => within(mount.host, 'deploy/keys')).map((mount) => mount.host);
+    expect(new Set(keyFolders).size).toBe(keyFolders.length);
+    for (const [a, b] of keyFolders.flatMap((x) => keyFolders.map((y) => [x, y] as const)))
+      if (a !== b) expect(within(a, b), `${a} inside ${b}`).toBe(false);
+  });
+
+  // Review 14: the whole of deploy/keys (minter.key included) was mounted into the MCP front end, and
+  // the callers' private keys into the workers.
+  it('gives the minter key to the workers only: no other service mounts a folder that holds it', () => {
+    // Where the worker reads its minter key (start-worker: keyPaths of the keys directory), on the host.
+    const minter = keyPaths({ directory: containerKeysDirectory, owner: { kind: 'minter' } });
+    const minterKey = hostPathOf(service('worker'), minter.privateKey);
+    expect(minterKey).toBe('deploy/keys/worker/minter.key');
+    const workerFolder = posix.dirname(minterKey!);
+    for (const [name, entry] of Object.entries(services)) {
+      if (name === 'worker') continue;
+      for (const mount of bindMounts(entry)) {
+        expect(within(minterKey!, mount.host), `${name} mounts ${mount.host}, which holds ${minterKey}`).toBe(
+          false,
+        );
+        expect(within(mount.host, workerFolder), `${name} mounts ${mount.host}, in the workers' folder`).toBe(
+          false,
+        );
       }
     }
-    expect(service('console').volumes).toEqual(['./deploy/console:/etc/toolgate/console:ro']);
-    expect(service('orders').volumes).toContain('./deploy/keys/minter.pub:/etc/orders/minter.pub:ro');
+    // The MCP server reads the same keys directory: its minter key path lands in its own folder, where
+    // the README's steps never put one.
+    const mcpMinter = hostPathOf(service('mcp'), minter.privateKey);
+    expect(mcpMinter).toBe('deploy/keys/mcp/minter.key');
+    const startIt = dockerComposeSection().split('#### Start it')[1]?.split('\n#### ')[0] ?? '';
+    const copies = startIt.split('\n').filter((line) => /\bcp\b.*minter\.key/.test(line));
+    expect(copies.length, 'the README copies the minter key somewhere').toBeGreaterThan(0);
+    for (const line of copies) expect(line, line).toMatch(/deploy\/keys\/worker\/?(\s|$)/);
+    // The backend gets the public half only.
+    expect(startIt).toMatch(/cp "\$from\/minter\.pub" deploy\/keys\/orders\//);
+    // The MCP server gets its callers' private keys; the workers get none of them.
+    expect(startIt).toMatch(/cp "\$from"\/callers\/\*\.key deploy\/keys\/mcp\/callers\//);
+    expect(startIt).not.toMatch(/callers\/\*\.key deploy\/keys\/worker/);
+  });
+
+  it('hands the PostgreSQL superuser to the database, the Temporal server and the schema job only', () => {
+    const postgres = envFile('deploy/postgres.env.example');
+    for (const [name, entry] of Object.entries(services)) {
+      const holdsSuperuser = envFilesOf(entry).some(
+        (file) => 'POSTGRES_PASSWORD' in envFile(`${file}.example`),
+      );
+      expect(holdsSuperuser, name).toBe(['postgresql', 'temporal', 'temporal-schema'].includes(name));
+    }
+    // The audit store connects as a role of its own, with a password of its own.
+    const audit = new URL(envFile('deploy/audit.env.example').TOOLGATE_AUDIT_URL ?? '');
+    expect(audit.username).not.toBe(postgres.POSTGRES_USER);
+    expect(audit.password).not.toBe(postgres.POSTGRES_PASSWORD);
+    expect(audit.pathname).toBe('/toolgate_audit');
+    expect(audit.password).toMatch(/^[A-Za-z0-9._~-]+$/);
   });
 
   it('keeps state in named volumes', () => {
@@ -282,14 +418,21 @@ describe('deploy/', () => {
   it('ships every env file compose reads as an example with placeholders, and ignores the real ones', () => {
     const files = new Set(Object.values(services).flatMap(envFilesOf));
     expect([...files].sort()).toEqual([
+      'deploy/audit.env',
+      'deploy/codec-keys.env',
+      'deploy/codec-token.env',
       'deploy/postgres.env',
       'deploy/temporal-ui.env',
-      'deploy/toolgate.env',
     ]);
     for (const file of files) expect(existsSync(join(root, `${file}.example`)), `${file}.example`).toBe(true);
+    // The one file every toolgate service used to share is gone.
+    expect(existsSync(join(root, 'deploy/toolgate.env.example'))).toBe(false);
     expect(read('deploy/.gitignore')).toMatch(/^\*\.env$/m);
-    for (const [name, value] of Object.entries({ ...envFile('deploy/toolgate.env.example') })) {
-      expect(value, `${name}: a placeholder, never a real secret`).toMatch(/change-me/);
+    for (const file of ['deploy/audit.env', 'deploy/codec-keys.env', 'deploy/codec-token.env']) {
+      const entries = Object.entries(envFile(`${file}.example`));
+      expect(entries.length, file).toBe(1);
+      for (const [name, value] of entries)
+        expect(value, `${file}: ${name}: a placeholder, never a real secret`).toMatch(/change-me/);
     }
     const postgres = envFile('deploy/postgres.env.example');
     expect(postgres.POSTGRES_PASSWORD).toMatch(/change-me/);
@@ -318,6 +461,24 @@ describe('deploy/', () => {
     expect(script).toMatch(/temporal-sql-tool --plugin postgres12/);
     expect(script).toMatch(/"\$\{VISIBILITY_DBNAME:-temporal_visibility\}:visibility"/);
     expect(script).toMatch(/--retention "\$retention"/);
+  });
+
+  it('gives the audit store a role of its own that owns its database only, made by the schema job', () => {
+    const script = read('deploy/temporal/setup.sh');
+    const audit = script.slice(script.indexOf('audit_store() {'));
+    expect(script).toMatch(/^ {2}audit_store$/m);
+    // The role and its password come from the URL the toolgate processes use (deploy/audit.env).
+    expect(audit).toContain('${TOOLGATE_AUDIT_URL:?');
+    expect(audit).toMatch(
+      /\$verb ROLE "\$role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS/,
+    );
+    expect(audit).toMatch(/ALTER DATABASE \\"\$database\\" OWNER TO \\"\$role\\"/);
+    expect(audit).toMatch(/REVOKE ALL ON DATABASE \\"\$database\\" FROM PUBLIC/);
+    // Never the superuser, and the password never on a command line.
+    expect(audit).toMatch(/if \[ "\$role" = "\$POSTGRES_USER" \]/);
+    expect(audit).toMatch(/statements postgres <<SQL/);
+    // Temporal's databases: nobody but their owner connects.
+    expect(script).toMatch(/REVOKE ALL ON DATABASE \\"\$database\\" FROM PUBLIC" >\/dev\/null\n {2}done/);
   });
 });
 
@@ -363,5 +524,11 @@ describe('Dockerfile', () => {
       .filter((line) => line && !line.startsWith('#'));
     for (const entry of ['.git', 'node_modules', 'dist', '.toolgate', 'deploy/keys', '**/*.env'])
       expect(ignored, entry).toContain(entry);
+  });
+
+  it('bakes no secret into the image', () => {
+    const body = instructions.join('\n');
+    for (const secret of secretVariables) expect(body, secret).not.toContain(secret);
+    expect(body).not.toMatch(/^(COPY|ADD)\b.*(deploy\/keys|\.env\b|\.key\b)/m);
   });
 });

@@ -137,6 +137,7 @@ describe('the names each package entry exports', () => {
       'temporalEnvironmentVariables',
       'testContractFixture',
       'toolCallWorkflowType',
+      'toolGateFailureConverterPath',
       'toolGateWorkflowBundle',
       'toolRejection',
       'traceHeaders',

@@ -166,13 +166,12 @@ export async function startHarness(input: {
     const audit = openSqliteAuditStore({ path: join(directory, 'audit.sqlite') });
     cleanups.push(() => audit.close());
     const taskQueue = input.taskQueue ?? `test-${randomUUID()}`;
-    // The codec the config's `codec` makes, for the harness's own clients (the worker makes its own).
-    const codecOption = input.codec
-      ? {
-          dataConverter: resolveTemporalConnection({ config: { codec: input.codec }, env: {} })
-            .dataConverter!,
-        }
-      : {};
+    // What toolgate's clients take (its failure converter, and the codec the config's `codec` makes),
+    // for the harness's own clients (the worker makes its own).
+    const codecOption = {
+      dataConverter: resolveTemporalConnection({ config: input.codec ? { codec: input.codec } : {}, env: {} })
+        .dataConverter,
+    };
     const nativeConnection = await NativeConnection.connect({ address: input.address });
     cleanups.push(() => nativeConnection.close());
     const minterPolicy = input.minterPolicy

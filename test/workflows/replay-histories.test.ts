@@ -21,13 +21,14 @@ describe('recorded histories of representative calls', () => {
     const failures: string[] = [];
     let replayed = 0;
     // With payload encryption configured (TOOLGATE_CODEC_KEYS), histories recorded encrypted replay
-    // too; the recorded plaintext ones pass through the codec unchanged.
+    // too; the recorded plaintext ones pass through the codec unchanged. The failure converter is
+    // toolgate's, as workers load it (failures in either form, plaintext or encoded, decode alike).
     const { dataConverter } = resolveTemporalConnection({ env: process.env });
     for await (const result of Worker.runReplayHistories(
       {
         // The very bundle workers load: toolgate's workflows, with no user code in them.
         workflowBundle: toolGateWorkflowBundle(),
-        ...(dataConverter ? { dataConverter } : {}),
+        dataConverter,
         // The workflows call the audit sinks; replay never runs them, but they must be registered.
         sinks: {
           audit: {
