@@ -94,6 +94,8 @@ export interface ClusterTopology {
   server: TemporalServer;
   orders: OrdersProcess;
   client: ToolGateClient;
+  /** The Temporal client under it: for reading the calls' histories. */
+  temporal: Client;
   admin: ApprovalAdmin;
   /** The audit store the workers share (PostgreSQL, or one SQLite file). */
   audit: AuditStore;
@@ -232,6 +234,7 @@ export async function startClusterTopology(input: { log: (line: string) => void 
       server,
       orders,
       client,
+      temporal,
       admin,
       audit,
       approverKey,

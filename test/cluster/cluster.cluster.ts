@@ -27,6 +27,7 @@ const figures = {
   appliedRefunds: 0,
   duplicates: 0,
   inFlightAtWorkerKill: 0,
+  callsThatLostAnAttempt: 0,
   workerKillRecoveryMs: undefined as number | undefined,
   serverDownMs: undefined as number | undefined,
   serverRestartRecoveryMs: undefined as number | undefined,
@@ -158,6 +159,22 @@ describe('toolgate on a Temporal server on PostgreSQL, with two worker processes
     const amounts = refunds.map((refund) => refund.amountCents).sort((a, b) => a - b);
     expect(amounts).toEqual(intents.map((intent) => intent.arguments.amount_cents));
 
+    // The kill took work with it: some call's history shows an attempt that timed out (its activity
+    // ran on the killed worker and was retried on the other) or a workflow task that timed out.
+    let lostWithTheVictim = 0;
+    for (const { result } of outcomes) {
+      const { events } = await cluster().temporal.workflow.getHandle(result.callId).fetchHistory();
+      const lost = (events ?? []).some(
+        (event) =>
+          event.workflowTaskTimedOutEventAttributes ||
+          event.activityTaskStartedEventAttributes?.lastFailure?.timeoutFailureInfo,
+      );
+      if (lost) lostWithTheVictim += 1;
+    }
+    figures.callsThatLostAnAttempt = lostWithTheVictim;
+    log(`${lostWithTheVictim} of the refunds lost a task or an attempt with the killed worker`);
+    expect(lostWithTheVictim).toBeGreaterThan(0);
+
     // A worker again in place of the killed one, for the rest of the run.
     const replacement = await cluster().startWorker('worker-c');
     workers.splice(workers.indexOf(victim), 1, replacement);
@@ -280,6 +297,7 @@ function printFigures(): void {
     `  refunds applied by the orders service: ${figures.appliedRefunds}`,
     `  duplicates: ${figures.duplicates}`,
     `  refunds in flight at the worker kill: ${figures.inFlightAtWorkerKill}`,
+    `  of which lost a task or an attempt with the killed worker: ${figures.callsThatLostAnAttempt}`,
     `  worker SIGKILL -> every in-flight refund settled: ${ms(figures.workerKillRecoveryMs)}`,
     `  Temporal server SIGKILL -> serving again: ${ms(figures.serverDownMs)}`,
     `  Temporal server SIGKILL -> pending call approved and completed: ${ms(figures.serverRestartRecoveryMs)}`,
