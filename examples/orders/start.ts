@@ -127,12 +127,14 @@ async function main(): Promise<void> {
     // operator's invite link, sign in with it and decide; the console relays what the browser signed.
     // It runs as a child process given the policy's public keys, the audit store and Temporal's
     // address: not this process's keys folder, config or environment.
+    const auditUrl = process.env.TOOLGATE_AUDIT_URL || config.auditUrl;
     const approvals = await startConsoleProcess({
       plan: consoleProcessPlan({
         policy,
         directory: resolve(projectRoot, '.toolgate/console'),
         temporal: { address: server.address, namespace: server.namespace, taskQueue: defaultTaskQueue },
-        auditPath: config.auditPath,
+        // A PostgreSQL audit store (TOOLGATE_AUDIT_URL or the config's auditUrl) is handed over as is.
+        ...(auditUrl ? { auditUrl } : { auditPath: config.auditPath }),
         port: Number(process.env.CONSOLE_PORT ?? 4300),
         ...(process.env.CONSOLE_PUBLIC_URL ? { publicUrl: process.env.CONSOLE_PUBLIC_URL } : {}),
       }),
@@ -159,7 +161,7 @@ async function main(): Promise<void> {
         `  Temporal server: ${server.address}, namespace ${server.namespace}, task queue ${defaultTaskQueue}`,
         `  orders service:  ${orders.url}`,
         `  policy:          ${relative(projectRoot, policyPath)} (${policy.version})`,
-        `  audit store:     ${relative(projectRoot, config.auditPath)}`,
+        `  audit store:     ${auditUrl ? 'PostgreSQL (TOOLGATE_AUDIT_URL)' : relative(projectRoot, config.auditPath)}`,
         `  MCP server:      ${mcp.url}  (Streamable HTTP; a bearer token names the caller)`,
         `  approvals:       ${approvals.url}  (approvers sign in with the key their browser enrolled)`,
         ...(mcpToken
@@ -253,6 +255,8 @@ export function consoleProcessPlan(input: {
   directory: string;
   temporal: { address: string; namespace: string; taskQueue: string };
   auditPath?: string;
+  /** A PostgreSQL audit store instead: given in the environment, never on the command line (its password). */
+  auditUrl?: string;
   host?: string;
   port: number;
   publicUrl?: string;
@@ -267,8 +271,9 @@ export function consoleProcessPlan(input: {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }
+  if (input.auditUrl !== undefined) env.TOOLGATE_AUDIT_URL = input.auditUrl;
   const auditLink =
-    input.auditPath !== undefined
+    input.auditUrl === undefined && input.auditPath !== undefined
       ? linkAuditStore({ directory: input.directory, auditPath: input.auditPath })
       : undefined;
   const consoleEntry = [

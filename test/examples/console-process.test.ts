@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { keyPaths } from 'toolgate';
+import { keyPaths, openPostgresAuditStore } from 'toolgate';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- dev tooling (a PostgreSQL server), not a public entry
+import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import type { ConsoleProcess, ConsoleProcessPlan } from '../../examples/orders/start';
 import { startConsoleProcess } from '../../examples/orders/start';
 import { approvalHelpers } from '../support/approval-helpers';
@@ -96,6 +99,51 @@ describe('the approvals console in a process of its own', () => {
     expect(lines).toContain('the approvals console stopped (exit 0)');
     expect(running(approvals.pid)).toBe(false);
     expect(lines.join('\n')).not.toMatch(/error/i);
+  });
+
+  it('is handed a PostgreSQL audit store in its environment, never on its command line, and logs to it', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'toolgate-console-postgres-'));
+    folders.push(directory);
+    const postgres = await startEmbeddedPostgres({
+      directory: join(directory, 'pg'),
+      password: 'console-audit-secret',
+    });
+    try {
+      await postgres.createDatabase('console_audit');
+      const url = postgres.urlOf('console_audit');
+      const planned = harnessConsolePlan(harness, { url });
+      folders.push(planned.cwd);
+      expect(planned.env.TOOLGATE_AUDIT_URL).toBe(url);
+      expect(planned.args.join(' ')).not.toContain(postgres.password);
+      expect(planned.args).not.toContain('--audit');
+      expect(readdirSync(planned.cwd)).toEqual(['console-policy.json']);
+      const approvals = await startConsoleProcess({ plan: planned, log: () => undefined });
+      try {
+        const alice = new ConsoleVisitor(approvals.url, 'alice');
+        await alice.enrol(harness);
+        expect(await alice.login()).toMatchObject({ status: 200, body: { ok: true } });
+        const pending = await proposeRefund();
+        expect(await alice.decide(await alice.envelope(harness, pending.callId))).toMatchObject({
+          status: 200,
+          body: { accepted: true, state: 'approved' },
+        });
+        expect(await harness.client.result(pending.callId)).toMatchObject({ ok: true, effect: 'applied' });
+        expect(await appliedRefunds()).toBe(1);
+        // What it relayed is in the PostgreSQL store it was given.
+        const store = await openPostgresAuditStore({ url });
+        try {
+          expect(await store.decisionAttemptsOf(pending.callId)).toContainEqual(
+            expect.objectContaining({ source: 'admin', outcome: 'accepted', keyId: alice.keyId }),
+          );
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await approvals.stop();
+      }
+    } finally {
+      await postgres.stop();
+    }
   });
 
   it('cannot read the private keys, the config or its parent’s environment, and still serves its pages', async () => {

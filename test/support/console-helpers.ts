@@ -51,9 +51,13 @@ export function harnessAuditPath(harness: ToolGateHarness): string {
 
 /**
  * The console process `npm start` runs (examples/orders/start.ts), planned for the harness's task
- * queue in a fresh folder of its own, on a free loopback port: the very plan, with the harness's policy.
+ * queue in a fresh folder of its own, on a free loopback port: the very plan, with the harness's policy
+ * (and its audit store, or the PostgreSQL one `audit.url` names).
  */
-export function harnessConsolePlan(harness: ToolGateHarness): ConsoleProcessPlan {
+export function harnessConsolePlan(
+  harness: ToolGateHarness,
+  audit: { url?: string } = {},
+): ConsoleProcessPlan {
   return consoleProcessPlan({
     policy: harnessPolicy(harness),
     directory: mkdtempSync(join(tmpdir(), 'toolgate-console-')),
@@ -62,7 +66,7 @@ export function harnessConsolePlan(harness: ToolGateHarness): ConsoleProcessPlan
       namespace: harness.temporal.options.namespace,
       taskQueue: harness.taskQueue,
     },
-    auditPath: harnessAuditPath(harness),
+    ...(audit.url !== undefined ? { auditUrl: audit.url } : { auditPath: harnessAuditPath(harness) }),
     port: 0,
   });
 }
