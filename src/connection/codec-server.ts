@@ -1,7 +1,8 @@
 // The codec server: the Temporal Web UI (and `temporal workflow show --codec-endpoint`) send it the
 // encrypted payloads of a history and get them back readable, so authorised operators read calls
-// while Temporal itself only ever stores ciphertext. It answers only a bearer token, and a browser
-// only from the Web UI's own origin.
+// while Temporal itself only ever stores ciphertext. It answers only a bearer token (its static token,
+// or an operator's access token from the Web UI's identity provider), and a browser only from the Web
+// UI's own origin.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,9 +13,18 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { authorityOf, isLoopbackHost } from '../mcp/http-access';
 import { ConfigurationError } from '../policy/load-policy';
+import { createJwtVerifier, JwtVerificationError } from './jwt-verifier';
+import type { JwtVerifier, JwtVerifierOptions } from './jwt-verifier';
 
 /** The environment variable with the bearer token the codec server requires. */
 export const codecTokenEnvironmentVariable = 'TOOLGATE_CODEC_TOKEN';
+/** The environment variables of JWT verification (the flags --jwt-issuer, --jwt-audience, --jwks-url, --jwt-claim). */
+export const codecJwtEnvironmentVariables = {
+  issuer: 'TOOLGATE_CODEC_JWT_ISSUER',
+  audience: 'TOOLGATE_CODEC_JWT_AUDIENCE',
+  jwksUrl: 'TOOLGATE_CODEC_JWKS_URL',
+  claims: 'TOOLGATE_CODEC_JWT_CLAIM',
+} as const;
 /** The codec server's default port (the approvals console has 4300). */
 export const defaultCodecServerPort = 4301;
 
@@ -27,8 +37,13 @@ export interface JsonPayload {
 /** What the codec server needs; it never holds a Temporal connection. */
 export interface CodecServerOptions {
   codec: PayloadCodec;
-  /** The bearer token every request must carry; absent only with `insecureNoAuth` on loopback. */
+  /** A static bearer token a request may carry. */
   token?: string;
+  /**
+   * Also accept an access token from this issuer (the Web UI's OIDC sign-in with
+   * TEMPORAL_CODEC_PASS_ACCESS_TOKEN=true). Without `token` or `jwt`, only `insecureNoAuth` on loopback.
+   */
+  jwt?: JwtVerifierOptions;
   /** Serve without a token (development only); refused unless `host` is a loopback address. */
   insecureNoAuth?: boolean;
   /** The Web UI's origin (e.g. `http://127.0.0.1:8233`): the one origin a browser may call from. */
@@ -58,11 +73,13 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
   const host = options.host ?? '127.0.0.1';
   const log = options.log ?? (() => undefined);
   const token = options.token?.trim() ? options.token.trim() : undefined;
-  if (token === undefined) {
+  const jwtVerifier = options.jwt ? createJwtVerifier({ log, ...options.jwt }) : undefined;
+  if (token === undefined && jwtVerifier === undefined) {
     if (!options.insecureNoAuth) {
       throw new ConfigurationError(
         `the codec server decrypts customer data: set ${codecTokenEnvironmentVariable} to a long random token ` +
-          `(e.g. openssl rand -base64 32) and give it to the Web UI, or pass --insecure-no-auth on a loopback host for development`,
+          `(e.g. openssl rand -base64 32), or --jwt-issuer and --jwt-audience to verify the Web UI's access tokens, ` +
+          `or pass --insecure-no-auth on a loopback host for development`,
       );
     }
     if (!isLoopbackHost(host)) {
@@ -76,6 +93,7 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
   const app = createCodecServerApp({
     codec: options.codec,
     ...(token ? { token } : {}),
+    ...(jwtVerifier ? { jwtVerifier } : {}),
     ...(uiOrigin ? { uiOrigin } : {}),
   });
   const listener = getRequestListener(app.fetch, { hostname: 'localhost', overrideGlobalObjects: false });
@@ -107,16 +125,19 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
 /**
  * The codec server's routes: `POST /encode` and `POST /decode` (also under `/<namespace>/`, as the
  * Temporal CLI's endpoint template sends them) take and return `{ payloads: JsonPayload[] }`.
- * Every request but a CORS preflight needs the bearer token (when one is set): 401 otherwise. A
- * request from a browser origin other than `uiOrigin` is refused (403) before anything is decoded.
+ * Every request but a CORS preflight needs a bearer token when `token` or `jwtVerifier` is set: the
+ * static token, or a JWT the verifier accepts; 401 (with a `code` saying why) otherwise. A request
+ * from a browser origin other than `uiOrigin` is refused (403) before anything is decoded.
  */
 export function createCodecServerApp(input: {
   codec: PayloadCodec;
   token?: string;
+  jwtVerifier?: JwtVerifier;
   uiOrigin?: string;
 }): Hono {
   const app = new Hono();
   const tokenDigest = input.token !== undefined ? digest(input.token) : undefined;
+  const jwtVerifier = input.jwtVerifier;
 
   app.use('*', async (context, next) => {
     const origin = context.req.header('Origin');
@@ -138,19 +159,47 @@ export function createCodecServerApp(input: {
       context.header('Access-Control-Max-Age', '600');
       return context.body(null, 204);
     }
-    if (tokenDigest !== undefined) {
-      const presented = /^Bearer\s+(.+)$/i.exec(context.req.header('Authorization') ?? '')?.[1]?.trim();
-      if (presented === undefined || !timingSafeEqual(digest(presented), tokenDigest)) {
-        context.header('WWW-Authenticate', 'Bearer realm="toolgate codec server"');
-        return context.json(
-          { error: 'a valid bearer token is required (Authorization: Bearer <token>)' },
-          401,
+    if (tokenDigest !== undefined || jwtVerifier !== undefined) {
+      const refusal = await refusalOf(context.req.header('Authorization'));
+      if (refusal !== undefined) {
+        context.header(
+          'WWW-Authenticate',
+          `Bearer realm="toolgate codec server", error="${refusal.code === 'missing_token' ? 'invalid_request' : 'invalid_token'}"`,
         );
+        return context.json({ error: refusal.message, code: refusal.code }, 401);
       }
     }
     await next();
     return undefined;
   });
+  /** Why a request's Authorization is refused, or undefined when it carries a valid token. Never the token itself. */
+  async function refusalOf(
+    authorization: string | undefined,
+  ): Promise<{ code: string; message: string } | undefined> {
+    const accepted = [
+      ...(tokenDigest !== undefined ? ['the codec token'] : []),
+      ...(jwtVerifier !== undefined ? ["an access token from the Web UI's identity provider"] : []),
+    ].join(' or ');
+    const presented = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim();
+    if (presented === undefined) {
+      return {
+        code: 'missing_token',
+        message: `a bearer token is required (Authorization: Bearer <token>): ${accepted}`,
+      };
+    }
+    if (tokenDigest !== undefined && timingSafeEqual(digest(presented), tokenDigest)) return undefined;
+    if (jwtVerifier === undefined || presented.split('.').length !== 3) {
+      return { code: 'invalid_token', message: `the bearer token is not valid: give ${accepted}` };
+    }
+    try {
+      await jwtVerifier.verify(presented);
+      return undefined;
+    } catch (error) {
+      if (error instanceof JwtVerificationError) return { code: error.code, message: error.message };
+      return { code: 'invalid_token', message: 'the bearer token could not be verified' };
+    }
+  }
+
   app.use(
     '*',
     bodyLimit({

@@ -268,7 +268,15 @@ describe('docker-compose.yml', () => {
       ],
       console: [...common, 'TOOLGATE_AUDIT_URL', 'TOOLGATE_CODEC_KEYS'],
       mcp: [...common, 'TOOLGATE_CODEC_KEYS'],
-      'codec-server': ['TOOLGATE_CODEC_KEYS', 'TOOLGATE_CODEC_TOKEN'],
+      'codec-server': [
+        'TOOLGATE_CODEC_KEYS',
+        'TOOLGATE_CODEC_TOKEN',
+        // Verifying the Web UI's OIDC access tokens: not secrets, passed from the shell or .env.
+        'TOOLGATE_CODEC_JWT_ISSUER',
+        'TOOLGATE_CODEC_JWT_AUDIENCE',
+        'TOOLGATE_CODEC_JWKS_URL',
+        'TOOLGATE_CODEC_JWT_CLAIM',
+      ],
     };
     for (const name of [...toolgateServices, 'orders'] as const) {
       const entry = service(name);
