@@ -5,13 +5,14 @@
 // (or finds) the binaries and prints where they are, so that CI can build them before the tests.
 import type { ChildProcess } from 'node:child_process';
 import { execFile, spawn } from 'node:child_process';
-import { constants as fileModes } from 'node:fs';
+import { constants as fileModes, readFileSync } from 'node:fs';
 import { access, mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
+import type { TLSConfig } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { prepareNamespace } from './dev-server';
 import { cleanUpOnProcessEnd } from './process-cleanup';
@@ -166,6 +167,28 @@ export interface TemporalServer {
   stop(): Promise<void>;
   /** The server's errors seen so far, by message, with how often. */
   errors: ReadonlyMap<string, number>;
+  /** The client TLS options the server's own probe uses (CA, client certificate), when it speaks TLS. */
+  tls?: TLSConfig;
+}
+
+/**
+ * TLS on the frontend's gRPC port (PEM files). Internode traffic (history, matching) stays plaintext
+ * on loopback; the server's system worker reaches the frontend with TLS, with the client certificate
+ * under mTLS.
+ */
+export interface TemporalServerTls {
+  /** The CA that signed the server's certificate (and, under mTLS, the clients' certificates). */
+  caFile: string;
+  /** The frontend's certificate (its SANs must cover `serverName`) and private key. */
+  certFile: string;
+  keyFile: string;
+  /**
+   * mTLS: the frontend requires a client certificate signed by `caFile`; this one is what the server's
+   * system worker and its readiness probe present. Without it, plain TLS (no client certificate).
+   */
+  client?: { certFile: string; keyFile: string };
+  /** The name checked against the server's certificate (default `localhost`). */
+  serverName?: string;
 }
 
 /** Options of {@link startTemporalServer}. */
@@ -179,6 +202,8 @@ export interface StartTemporalServerOptions {
   namespace?: string;
   retentionDays?: number;
   numHistoryShards?: number;
+  /** TLS (mTLS with `tls.client`) on the frontend; plaintext when absent. */
+  tls?: TemporalServerTls;
   log: (line: string) => void;
 }
 
@@ -208,6 +233,7 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
     number,
   ];
   const address = `${loopback}:${frontend}`;
+  const clientTls = input.tls === undefined ? undefined : clientTlsOf(input.tls);
   const configDirectory = path.join(directory, 'config');
   await mkdir(configDirectory, { recursive: true });
   await writeFile(path.join(configDirectory, 'dynamicconfig.yaml'), dynamicConfigYaml);
@@ -218,6 +244,7 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
       databases,
       numHistoryShards: input.numHistoryShards ?? 4,
       dynamicConfigPath: path.join(configDirectory, 'dynamicconfig.yaml'),
+      ...(input.tls ? { tls: input.tls } : {}),
       services: {
         frontend: { grpcPort: frontend, membershipPort: membership[0], httpPort: frontendHttp },
         history: { grpcPort: history, membershipPort: membership[1] },
@@ -282,8 +309,8 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
     });
     forgetKillOnExit = cleanUpOnProcessEnd(killOnExit);
     try {
-      await waitUntilServing({ address, child: started, getSpawnError: () => spawnError });
-      await ensureNamespace({ address, namespace, retentionDays });
+      await waitUntilServing({ address, tls: clientTls, child: started, getSpawnError: () => spawnError });
+      await ensureNamespace({ address, tls: clientTls, namespace, retentionDays });
     } catch (error) {
       killGroup('SIGKILL');
       await exited;
@@ -313,7 +340,7 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
   };
 
   log(
-    `Starting the Temporal server ${temporalServerVersion} on ${address} (PostgreSQL ${postgres.host}:${postgres.port})`,
+    `Starting the Temporal server ${temporalServerVersion} on ${address}${input.tls ? (input.tls.client ? ' (mTLS)' : ' (TLS)') : ''} (PostgreSQL ${postgres.host}:${postgres.port})`,
   );
   await launch();
   log(`Temporal server ready on ${address}, namespace "${namespace}"`);
@@ -325,12 +352,32 @@ export async function startTemporalServer(input: StartTemporalServerOptions): Pr
     kill,
     stop,
     errors,
+    ...(clientTls ? { tls: clientTls } : {}),
+  };
+}
+
+/** What a client of this server passes as `tls`: the CA, the client certificate (mTLS), the name. */
+function clientTlsOf(tls: TemporalServerTls): TLSConfig {
+  return {
+    serverRootCACertificate: readFileSync(tls.caFile),
+    serverNameOverride: tls.serverName ?? 'localhost',
+    ...(tls.client
+      ? { clientCertPair: { crt: readFileSync(tls.client.certFile), key: readFileSync(tls.client.keyFile) } }
+      : {}),
   };
 }
 
 /** Registers the namespace when missing, then sets its retention and toolgate's search attributes. */
-async function ensureNamespace(input: { address: string; namespace: string; retentionDays: number }) {
-  const connection = await Connection.connect({ address: input.address });
+async function ensureNamespace(input: {
+  address: string;
+  tls: TLSConfig | undefined;
+  namespace: string;
+  retentionDays: number;
+}) {
+  const connection = await Connection.connect({
+    address: input.address,
+    ...(input.tls ? { tls: input.tls } : {}),
+  });
   try {
     const deadline = Date.now() + startTimeoutMilliseconds;
     for (;;) {
@@ -368,6 +415,7 @@ async function ensureNamespace(input: { address: string; namespace: string; rete
 
 async function waitUntilServing(input: {
   address: string;
+  tls: TLSConfig | undefined;
   child: ChildProcess;
   getSpawnError: () => Error | undefined;
 }): Promise<void> {
@@ -386,6 +434,7 @@ async function waitUntilServing(input: {
     const attemptDeadline = Math.min(deadline, Date.now() + 2_000);
     const connection = Connection.lazy({
       address: input.address,
+      ...(input.tls ? { tls: input.tls } : {}),
       connectTimeout: attemptDeadline - Date.now(),
     });
     try {
@@ -413,6 +462,7 @@ function serverConfigYaml(input: {
   databases: TemporalDatabases;
   numHistoryShards: number;
   dynamicConfigPath: string;
+  tls?: TemporalServerTls;
   services: Record<'frontend' | 'history' | 'matching' | 'worker', ServicePorts>;
 }): string {
   const { postgres, databases, services } = input;
@@ -449,7 +499,7 @@ persistence:
 global:
   membership:
     maxJoinDuration: 30s
-    broadcastAddress: "${loopback}"
+    broadcastAddress: "${loopback}"${input.tls ? tlsYaml(input.tls) : ''}
 
 services:
   frontend:${service(services.frontend)}
@@ -476,6 +526,33 @@ dynamicConfigClient:
   filepath: ${quoted(input.dynamicConfigPath)}
   pollInterval: "10s"
 `;
+}
+
+/**
+ * \`global.tls\`: the frontend's server certificate (and the client CA it requires under mTLS), and the
+ * system worker's way to the frontend (its root CA, the name to check, its client certificate).
+ * Internode (history, matching) stays plaintext: it is not configured.
+ */
+function tlsYaml(tls: TemporalServerTls): string {
+  const quoted = (value: string) => JSON.stringify(value);
+  const serverName = tls.serverName ?? 'localhost';
+  const mutual = tls.client !== undefined;
+  return `
+  tls:
+    frontend:
+      server:
+        certFile: ${quoted(tls.certFile)}
+        keyFile: ${quoted(tls.keyFile)}
+        requireClientAuth: ${mutual}${mutual ? `\n        clientCaFiles:\n          - ${quoted(tls.caFile)}` : ''}
+    systemWorker:${
+      tls.client
+        ? `\n      certFile: ${quoted(tls.client.certFile)}\n      keyFile: ${quoted(tls.client.keyFile)}`
+        : ''
+    }
+      client:
+        serverName: ${quoted(serverName)}
+        rootCaFiles:
+          - ${quoted(tls.caFile)}`;
 }
 
 /** What toolgate needs of the server (update-with-start), and search attributes usable as soon as added. */
