@@ -101,4 +101,87 @@ describe('createJwtVerifier', () => {
     expect(() => createJwtVerifier({ issuer: 'http://127.0.0.1:9000', audience })).not.toThrow();
     expect(() => createJwtVerifier({ issuer, audience: ' ' })).toThrow(/--jwt-audience/);
   });
+
+  it('follows no redirect, reads no JWKS over its size, and trusts no discovery document of another issuer', async () => {
+    const jwks = { keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'k1' }] };
+    const token = tokenOf('k1', rsa.privateKey, claims());
+    const asked: RequestInit[] = [];
+    const redirected = createJwtVerifier({
+      issuer,
+      audience,
+      jwksUrl: 'https://login.example.com/keys',
+      fetch: async (_input, init) => {
+        asked.push(init ?? {});
+        return Promise.reject(new TypeError('fetch failed: redirect mode is set to error'));
+      },
+    });
+    expect(await refusal(redirected.verify(token))).toBe('jwks_unavailable');
+    expect(asked[0]?.redirect).toBe('error');
+    const huge = createJwtVerifier({
+      issuer,
+      audience,
+      jwksUrl: 'https://login.example.com/keys',
+      fetch: async () =>
+        new Response(JSON.stringify({ ...jwks, padding: 'x'.repeat(2 * 1024 * 1024) }), { status: 200 }),
+    });
+    expect(await refusal(huge.verify(token))).toBe('jwks_unavailable');
+    const elsewhere = createJwtVerifier({
+      issuer,
+      audience,
+      fetch: fakeFetch({
+        'https://login.example.com/.well-known/openid-configuration': {
+          issuer: 'https://attacker.example.net/',
+          jwks_uri: 'https://login.example.com/keys',
+        },
+        'https://login.example.com/keys': jwks,
+      }),
+    });
+    expect(await refusal(elsewhere.verify(token))).toBe('jwks_unavailable');
+  });
+
+  it('stops trusting keys it could not refresh an hour after it fetched them', async () => {
+    let now = Date.now();
+    let up = true;
+    const verifier = createJwtVerifier({
+      issuer,
+      audience,
+      jwksUrl: 'https://login.example.com/keys',
+      now: () => now,
+      fetch: async () =>
+        up
+          ? new Response(
+              JSON.stringify({ keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'k1' }] }),
+            )
+          : Promise.reject(new Error('unreachable')),
+    });
+    const fresh = () => tokenOf('k1', rsa.privateKey, claims({ exp: Math.floor(now / 1000) + 300 }));
+    await expect(verifier.verify(fresh())).resolves.toBeDefined();
+    up = false;
+    now += 30 * 60 * 1000; // the provider is down: the keys it had still hold for a while
+    await expect(verifier.verify(fresh())).resolves.toBeDefined();
+    now += 31 * 60 * 1000;
+    expect(await refusal(verifier.verify(fresh()))).toBe('jwks_unavailable');
+  });
+
+  it('matches a required claim as a string exactly, never coerced', async () => {
+    const verifier = createJwtVerifier({
+      issuer,
+      audience,
+      jwksUrl: 'https://login.example.com/keys',
+      requiredClaims: { group: 'operators', admin: 'true' },
+      fetch: fakeFetch({
+        'https://login.example.com/keys': {
+          keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'k1' }],
+        },
+      }),
+    });
+    const token = (extra: Record<string, unknown>) => tokenOf('k1', rsa.privateKey, claims(extra));
+    await expect(verifier.verify(token({ group: ['operators'], admin: 'true' }))).resolves.toBeDefined();
+    expect(await refusal(verifier.verify(token({ group: [['operators']], admin: 'true' })))).toBe(
+      'jwt_missing_claim',
+    );
+    expect(await refusal(verifier.verify(token({ group: 'operators', admin: true })))).toBe(
+      'jwt_missing_claim',
+    );
+  });
 });

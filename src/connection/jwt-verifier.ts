@@ -45,6 +45,8 @@ export interface JwtVerifier {
 export const jwksCacheMilliseconds = 10 * 60 * 1000;
 /** The JWKS (or the discovery document) is fetched at most this often, whatever tokens arrive. */
 export const jwksMinimumRefetchMilliseconds = 60 * 1000;
+/** How long keys kept through a failed refresh stay trusted after they were fetched. */
+export const jwksStaleLimitMilliseconds = 60 * 60 * 1000;
 /** Clock skew tolerated on `exp` and `nbf`. */
 export const jwtLeewaySeconds = 60;
 
@@ -203,7 +205,8 @@ class IssuerVerifier implements JwtVerifier {
     for (const [name, value] of Object.entries(this.options.requiredClaims ?? {})) {
       const actual = claimOf(claims, name);
       const values = Array.isArray(actual) ? actual : [actual];
-      if (!values.some((item) => item !== null && item !== undefined && String(item) === value)) {
+      // Strings compared exactly: no coercion (`["x"]`, `true`, `1` never stand for "x", "true", "1").
+      if (!values.some((item) => typeof item === 'string' && item === value)) {
         throw new JwtVerificationError(
           'jwt_missing_claim',
           `the JWT lacks the required claim ${name}=${value}`,
@@ -215,6 +218,11 @@ class IssuerVerifier implements JwtVerifier {
   /** The key of `kid`: from the cache, else after one refetch (at most one a minute). */
   private async keyFor(kid: string): Promise<SigningKey> {
     if (this.keys === undefined || this.now() - this.fetchedAt >= jwksCacheMilliseconds) await this.refresh();
+    // Keys kept through a provider's outage are trusted for a bounded time only: a key the provider
+    // dropped must not stay good for as long as someone can keep the codec server from asking again.
+    if (this.keys !== undefined && this.now() - this.fetchedAt >= jwksStaleLimitMilliseconds) {
+      this.keys = undefined;
+    }
     let key = this.keys?.get(kid);
     if (key === undefined && this.keys !== undefined) {
       await this.refresh();
@@ -272,8 +280,16 @@ class IssuerVerifier implements JwtVerifier {
     const base = this.options.issuer.replace(/\/+$/, '');
     const discovery = await this.getJson(`${base}/.well-known/openid-configuration`);
     const discovered = discovery?.jwks_uri;
+    if (discovery !== undefined && discovery.issuer !== this.options.issuer) {
+      throw new Error(
+        `${base}/.well-known/openid-configuration names another issuer than ${this.options.issuer}`,
+      );
+    }
     if (typeof discovered === 'string') {
       checkUrl(discovered, 'the discovered jwks_uri');
+      if (base.startsWith('https:') && !discovered.startsWith('https:')) {
+        throw new Error(`the discovered jwks_uri ${discovered} is not https, though the issuer is`);
+      }
       this.jwksUrl = discovered;
     } else {
       this.jwksUrl = `${base}/.well-known/jwks.json`;
@@ -283,14 +299,15 @@ class IssuerVerifier implements JwtVerifier {
 
   /** The JSON object at `url`; undefined for a 404; an error for anything else that is not one. */
   private async getJson(url: string): Promise<Record<string, unknown> | undefined> {
+    // No redirect is followed: the https-only rule holds for the address actually read.
     const response = await this.fetch(url, {
       headers: { Accept: 'application/json' },
+      redirect: 'error',
       signal: AbortSignal.timeout(fetchTimeoutMilliseconds),
     });
     if (response.status === 404) return undefined;
     if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-    const text = await response.text();
-    if (text.length > maximumDocumentLength) throw new Error(`${url} is larger than a JWKS should be`);
+    const text = await boundedText({ response, url, maximumBytes: maximumDocumentLength });
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -356,4 +373,30 @@ function claimOf(claims: Record<string, unknown>, name: string): unknown {
     value = (value as Record<string, unknown>)[segment];
   }
   return value;
+}
+
+/** The body as text, read no further than `maximumBytes` (a provider cannot fill the memory). */
+async function boundedText(input: {
+  response: Response;
+  url: string;
+  maximumBytes: number;
+}): Promise<string> {
+  const { response, url, maximumBytes } = input;
+  const tooLarge = () => new Error(`${url} is larger than a JWKS should be (over ${maximumBytes} bytes)`);
+  if (Number(response.headers.get('content-length') ?? 0) > maximumBytes) throw tooLarge();
+  const reader = (response.body as ReadableStream<Uint8Array> | null)?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maximumBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
