@@ -49,11 +49,22 @@ describe('traces', () => {
     });
     const traceId = root!.spanContext().traceId;
     const named = (spans: ReadableSpan[], name: string) => spans.filter((span) => span.name === name);
-    const spans = await spansOfTrace(
-      traceId,
-      (found) =>
-        named(found, 'RunActivity:executeToolCall').length > 0 &&
-        named(found, 'RunWorkflow:toolCall').length > 0,
+    // The call answers before its session has handled the outcome signal, and a span is exported when
+    // it ends (a workflow's at its activation's end): wait for every span the checks below read.
+    const awaited = [
+      'RunActivity:executeToolCall',
+      'StartActivity:executeToolCall',
+      'RunWorkflow:toolCall',
+      'RunActivity:admitProposal',
+      'StartActivity:admitProposal',
+      'HandleUpdate:admit',
+      'UpdateWithStartWorkflow:admit',
+      'UpdateWithStartWorkflow:propose',
+      'RunActivity:finishToolCall',
+      'HandleSignal:callOutcome',
+    ];
+    const spans = await spansOfTrace(traceId, (found) =>
+      awaited.every((name) => named(found, name).length > 0),
     );
     const byId = new Map(spans.map((span) => [span.spanContext().spanId, span]));
     const parentOf = (span: ReadableSpan) => (span.parentSpanId ? byId.get(span.parentSpanId) : undefined);
