@@ -97,8 +97,19 @@ describe('the worker metrics endpoint', () => {
       expect(result.code).toBe('INVALID_ARGUMENTS');
     }
 
+    // A call answers before the worker's sinks (its audit record, hence its count) and its session's
+    // outcome task have run: scrape until the last of each has been counted.
     const text = await scrapeUntil(
-      (scraped) => sample(scraped, 'toolgate_circuit_openings_total', { tool: 'refund_order' }) !== undefined,
+      (scraped) =>
+        sample(scraped, 'toolgate_circuit_openings_total', { tool: 'refund_order' }) !== undefined &&
+        sample(scraped, 'toolgate_calls_total', {
+          tool: 'refund_order',
+          code: 'INVALID_ARGUMENTS',
+          effect: 'none',
+        }) === 4 &&
+        sample(scraped, 'toolgate_calls_total', { tool: 'get_order', code: 'OK', effect: 'none' }) === 2 &&
+        sample(scraped, 'toolgate_approval_outcomes_total', { tool: 'refund_order', outcome: 'approved' }) !==
+          undefined,
     );
     const calls = (tool: string, code: string, effect: string) =>
       sample(text, 'toolgate_calls_total', { tool, code, effect });
