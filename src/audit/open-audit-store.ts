@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { ConfigurationError } from '../policy/load-policy';
 import { openSqliteAuditStore } from './audit-store';
 import type { AuditStore } from './audit-store';
@@ -50,4 +51,17 @@ export function auditUrlOf(config: AuditStoreConfig): string | undefined {
 /** The URL without what could be a password, for an error message. */
 function redacted(url: string): string {
   return url.replace(/\/\/[^/@]*@/, '//…@').slice(0, 200);
+}
+
+/**
+ * Why a command that only reads the audit store should not open it, or undefined: a SQLite file that
+ * does not exist (opening it would create an empty store and report nothing). PostgreSQL is never missing.
+ */
+export function missingAuditStore(config: AuditStoreConfig): string | undefined {
+  if (auditUrlOf(config) !== undefined || config.auditPath === undefined || config.auditPath === ':memory:') {
+    return undefined;
+  }
+  return existsSync(config.auditPath)
+    ? undefined
+    : `no audit store at ${config.auditPath}; check auditPath in your config (a worker writes it)`;
 }

@@ -3,13 +3,13 @@ import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { connectTemporalClient } from '../connection/temporal-connection';
 import type { AuditStore } from '../audit/audit-store';
-import { auditUrlOf, openAuditStore } from '../audit/open-audit-store';
+import { missingAuditStore, openAuditStore } from '../audit/open-audit-store';
 import { caseFileSkeleton } from '../mining/case-skeleton';
 import type { MiningReport } from '../mining/mine-cases';
 import { defaultMiningLimit, mineCases } from '../mining/mine-cases';
 import type { MinedCandidate } from '../mining/mined-candidates';
 import type { MiningUsageCode } from '../mining/mining-window';
-import { instantForms, parseMiningInstant } from '../mining/mining-window';
+import { instantForms, parseAuditWindow } from '../mining/mining-window';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { commandAction, configOf, connectionSettings } from './cli-context';
 
@@ -53,18 +53,8 @@ async function mine(input: { options: MineOptions; output: CliOutput }): Promise
     output.error(`${code}: ${message}`);
     return 2;
   };
-  const now = new Date();
-  const since = parseMiningInstant({ text: options.since, now });
-  if (!since.ok) return refuse('INVALID_DATE', `--since ${since.message}; write ${instantForms}`);
-  const until = options.until !== undefined ? parseMiningInstant({ text: options.until, now }) : undefined;
-  if (until && !until.ok) return refuse('INVALID_DATE', `--until ${until.message}; write ${instantForms}`);
-  const untilInstant = until?.ok ? until.instant : now;
-  if (since.instant.getTime() >= untilInstant.getTime()) {
-    return refuse(
-      'INVALID_DATE',
-      `--since (${since.instant.toISOString()}) must be before --until (${untilInstant.toISOString()})`,
-    );
-  }
+  const window = parseAuditWindow({ since: options.since, until: options.until, now: new Date() });
+  if (!window.ok) return refuse('INVALID_DATE', window.message);
   let limit = defaultMiningLimit;
   if (options.limit !== undefined) {
     limit = Number(options.limit);
@@ -92,12 +82,8 @@ async function mine(input: { options: MineOptions; output: CliOutput }): Promise
   const config = configOf(options);
   // Opening a missing SQLite store would create an empty one and report nothing found: say what is wrong instead.
   const audited = { ...config, env: process.env };
-  if (auditUrlOf(audited) === undefined && config.auditPath !== ':memory:' && !existsSync(config.auditPath)) {
-    return refuse(
-      'AUDIT_STORE_MISSING',
-      `no audit store at ${config.auditPath}; check auditPath in your config (a worker writes it)`,
-    );
-  }
+  const missing = missingAuditStore(audited);
+  if (missing !== undefined) return refuse('AUDIT_STORE_MISSING', missing);
   const settings = connectionSettings(options, config);
   const { connection, client: temporal } = await connectTemporalClient(settings);
   let audit: AuditStore | undefined;
@@ -110,8 +96,8 @@ async function mine(input: { options: MineOptions; output: CliOutput }): Promise
         client: temporal,
         taskQueue: settings.taskQueue,
       },
-      since: since.instant,
-      until: untilInstant,
+      since: window.since,
+      until: window.until,
       limit,
     });
   } finally {

@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
-import { auditUrlOf, openAuditStore } from '../audit/open-audit-store';
-import { instantForms, parseMiningInstant } from '../mining/mining-window';
+import { missingAuditStore, openAuditStore } from '../audit/open-audit-store';
+import { instantForms, parseAuditWindow } from '../mining/mining-window';
 import { approvalOutcomes } from '../reporting/approval-outcome';
 import type { AuditReport, DecisionTimes } from '../reporting/audit-report';
 import { buildAuditReport, sessionsToFollow } from '../reporting/audit-report';
@@ -37,31 +36,17 @@ async function report(input: { options: ReportOptions; output: CliOutput }): Pro
     output.error(`${code}: ${message}`);
     return 2;
   };
-  const now = new Date();
-  const since = parseMiningInstant({ text: options.since, now });
-  if (!since.ok) return refuse('INVALID_DATE', `--since ${since.message}; write ${instantForms}`);
-  const until = options.until !== undefined ? parseMiningInstant({ text: options.until, now }) : undefined;
-  if (until && !until.ok) return refuse('INVALID_DATE', `--until ${until.message}; write ${instantForms}`);
-  const untilInstant = until?.ok ? until.instant : now;
-  if (since.instant.getTime() >= untilInstant.getTime()) {
-    return refuse(
-      'INVALID_DATE',
-      `--since (${since.instant.toISOString()}) must be before --until (${untilInstant.toISOString()})`,
-    );
-  }
+  const window = parseAuditWindow({ since: options.since, until: options.until, now: new Date() });
+  if (!window.ok) return refuse('INVALID_DATE', window.message);
   const config = configOf(options);
   const audited = { ...config, env: process.env };
   // Opening a missing SQLite store would create an empty one and report nothing: say what is wrong instead.
-  if (auditUrlOf(audited) === undefined && config.auditPath !== ':memory:' && !existsSync(config.auditPath)) {
-    return refuse(
-      'AUDIT_STORE_MISSING',
-      `no audit store at ${config.auditPath}; check auditPath in your config (a worker writes it)`,
-    );
-  }
+  const missing = missingAuditStore(audited);
+  if (missing !== undefined) return refuse('AUDIT_STORE_MISSING', missing);
   const audit = await openAuditStore(audited);
   let built: AuditReport;
   try {
-    built = await readReport({ audit, since: since.instant, until: untilInstant });
+    built = await readReport({ audit, since: window.since, until: window.until });
   } finally {
     await audit.close();
   }

@@ -96,7 +96,8 @@ export async function resolveTemporalCli({
   return { kind: 'path', path: builtPath, source: 'built' };
 }
 
-async function isExecutableFile({ filePath }: { filePath: string }): Promise<boolean> {
+/** True when `filePath` is a file this process may execute. */
+export async function isExecutableFile({ filePath }: { filePath: string }): Promise<boolean> {
   try {
     const info = await stat(filePath);
     if (!info.isFile()) return false;
@@ -107,7 +108,8 @@ async function isExecutableFile({ filePath }: { filePath: string }): Promise<boo
   }
 }
 
-async function findOnPath({ name }: { name: string }): Promise<string | undefined> {
+/** The first executable named `name` in a folder of PATH. */
+export async function findOnPath({ name }: { name: string }): Promise<string | undefined> {
   const directories = (process.env.PATH ?? '').split(path.delimiter).filter((directory) => directory !== '');
   for (const directory of directories) {
     const candidate = path.join(directory, name);
@@ -142,10 +144,37 @@ async function buildWithGo({
     `Building the Temporal CLI ${temporalCliVersion} with ${goPath} into ${binDirectory}; ` +
       'the first build downloads modules and takes about 5 minutes.',
   );
+  await goInstall({
+    goPath,
+    packages: [temporalCliModule],
+    gobin: binDirectory,
+    what: 'the Temporal CLI',
+    fix: 'or install the Temporal CLI yourself and set TEMPORAL_CLI to its path',
+    log,
+  });
+}
+
+/**
+ * Runs `go install <packages>` into `gobin` (CGO off; GOPROXY, GOFLAGS and the module cache from the
+ * caller's environment), passing its output to `log` with a heartbeat every 30 s; throws with its last
+ * lines and the fix when it fails. The Temporal CLI's and the Temporal server's builds both use it.
+ */
+export async function goInstall(input: {
+  goPath: string;
+  packages: readonly string[];
+  gobin: string;
+  /** What is built, for the heartbeat: "still building <what> (30 s so far)". */
+  what: string;
+  /** Appended to the failure's advice, after the Go toolchain and GOPROXY. */
+  fix?: string;
+  cwd?: string;
+  log: (line: string) => void;
+}): Promise<void> {
+  const { goPath, packages, log } = input;
   const startedAt = Date.now();
-  const child = spawn(goPath, ['install', temporalCliModule], {
-    // GOPROXY, GOFLAGS and the module cache come from the caller's environment.
-    env: { ...process.env, CGO_ENABLED: '0', GOBIN: binDirectory },
+  const child = spawn(goPath, ['install', ...packages], {
+    env: { ...process.env, CGO_ENABLED: '0', GOBIN: input.gobin },
+    ...(input.cwd !== undefined ? { cwd: input.cwd } : {}),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const recentLines: string[] = [];
@@ -157,9 +186,8 @@ async function buildWithGo({
   createInterface({ input: child.stdout }).on('line', onLine);
   createInterface({ input: child.stderr }).on('line', onLine);
   const heartbeat = setInterval(() => {
-    log(`still building the Temporal CLI (${Math.round((Date.now() - startedAt) / 1000)} s so far)`);
+    log(`still building ${input.what} (${Math.round((Date.now() - startedAt) / 1000)} s so far)`);
   }, buildHeartbeatMilliseconds);
-
   try {
     const exitCode = await new Promise<number | null>((resolve, reject) => {
       child.once('error', reject);
@@ -167,9 +195,9 @@ async function buildWithGo({
     });
     if (exitCode !== 0) {
       throw new Error(
-        `go install ${temporalCliModule} failed with exit code ${String(exitCode)}:\n${recentLines.join('\n')}\n` +
-          'Fix: check the Go toolchain and its module proxy settings (GOPROXY), ' +
-          'or install the Temporal CLI yourself and set TEMPORAL_CLI to its path.',
+        `go install ${packages.join(' ')} failed with exit code ${String(exitCode)}:\n${recentLines.join('\n')}\n` +
+          'Fix: check the Go toolchain and its module proxy settings (GOPROXY)' +
+          (input.fix ? `, ${input.fix}.` : '.'),
       );
     }
   } finally {

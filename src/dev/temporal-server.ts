@@ -5,8 +5,8 @@
 // (or finds) the binaries and prints where they are, so that CI can build them before the tests.
 import type { ChildProcess } from 'node:child_process';
 import { execFile, spawn } from 'node:child_process';
-import { constants as fileModes, readFileSync } from 'node:fs';
-import { access, mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -16,6 +16,7 @@ import type { TLSConfig } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { prepareNamespace } from './dev-server';
 import { cleanUpOnProcessEnd } from './process-cleanup';
+import { findOnPath, goInstall, isExecutableFile } from './temporal-cli';
 
 /** The Temporal server release toolgate builds: the server the Temporal CLI v1.5.1 embeds. */
 export const temporalServerVersion = 'v1.29.1';
@@ -23,7 +24,6 @@ const serverModule = 'go.temporal.io/server';
 const executableSuffix = process.platform === 'win32' ? '.exe' : '';
 const serverBinaryName = `temporal-server${executableSuffix}`;
 const sqlToolBinaryName = `temporal-sql-tool${executableSuffix}`;
-const buildHeartbeatMilliseconds = 30_000;
 const loopback = '127.0.0.1';
 const startTimeoutMilliseconds = 90_000;
 const stopTimeoutMilliseconds = 15_000;
@@ -669,34 +669,15 @@ async function buildWithGo(input: { goPath: string; binDirectory: string; log: (
   // their own, then give them their names.
   const buildDirectory = await mkdtemp(path.join(binDirectory, '.temporal-server-build-'));
   const startedAt = Date.now();
-  const child = spawn(goPath, ['install', ...packages], {
-    // GOPROXY, GOFLAGS and the module cache come from the caller's environment.
-    env: { ...process.env, CGO_ENABLED: '0', GOBIN: buildDirectory },
-    cwd: path.parse(process.cwd()).root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const recentLines: string[] = [];
-  const onLine = (line: string): void => {
-    recentLines.push(line);
-    if (recentLines.length > 30) recentLines.shift();
-    log(`go: ${line.replace(/^go: /, '')}`);
-  };
-  createInterface({ input: child.stdout }).on('line', onLine);
-  createInterface({ input: child.stderr }).on('line', onLine);
-  const heartbeat = setInterval(() => {
-    log(`still building the Temporal server (${Math.round((Date.now() - startedAt) / 1000)} s so far)`);
-  }, buildHeartbeatMilliseconds);
   try {
-    const exitCode = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code) => resolve(code));
+    await goInstall({
+      goPath,
+      packages,
+      gobin: buildDirectory,
+      what: 'the Temporal server',
+      cwd: path.parse(process.cwd()).root,
+      log,
     });
-    if (exitCode !== 0) {
-      throw new Error(
-        `go install ${packages.join(' ')} failed with exit code ${String(exitCode)}:\n${recentLines.join('\n')}\n` +
-          'Fix: check the Go toolchain and its module proxy settings (GOPROXY).',
-      );
-    }
     await rename(
       path.join(buildDirectory, `server${executableSuffix}`),
       path.join(binDirectory, serverBinaryName),
@@ -707,19 +688,7 @@ async function buildWithGo(input: { goPath: string; binDirectory: string; log: (
     );
     log(`built in ${Math.round((Date.now() - startedAt) / 1000)} s`);
   } finally {
-    clearInterval(heartbeat);
     await rm(buildDirectory, { recursive: true, force: true });
-  }
-}
-
-async function isExecutableFile({ filePath }: { filePath: string }): Promise<boolean> {
-  try {
-    const info = await stat(filePath);
-    if (!info.isFile()) return false;
-    await access(filePath, fileModes.X_OK);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -729,15 +698,6 @@ async function isDirectory(directory: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function findOnPath({ name }: { name: string }): Promise<string | undefined> {
-  const directories = (process.env.PATH ?? '').split(path.delimiter).filter((directory) => directory !== '');
-  for (const directory of directories) {
-    const candidate = path.join(directory, name);
-    if (await isExecutableFile({ filePath: candidate })) return candidate;
-  }
-  return undefined;
 }
 
 /** The first line of `<binary> --version`, or undefined when it does not run. */

@@ -61,3 +61,27 @@ export function parseMiningInstant(input: {
   }
   return { ok: false, message: `"${input.text}" is not a date` };
 }
+
+/**
+ * The window `--since` and `--until` name (`until` defaults to `now`), or what is wrong with it, as
+ * a sentence for the user: `toolgate mine` and `toolgate report` read the audit store over one.
+ */
+export function parseAuditWindow(input: {
+  since: string;
+  until: string | undefined;
+  now: Date;
+}): { ok: true; since: Date; until: Date } | { ok: false; message: string } {
+  const since = parseMiningInstant({ text: input.since, now: input.now });
+  if (!since.ok) return { ok: false, message: `--since ${since.message}; write ${instantForms}` };
+  const until =
+    input.until !== undefined ? parseMiningInstant({ text: input.until, now: input.now }) : undefined;
+  if (until && !until.ok) return { ok: false, message: `--until ${until.message}; write ${instantForms}` };
+  const untilInstant = until?.ok ? until.instant : input.now;
+  if (since.instant.getTime() >= untilInstant.getTime()) {
+    return {
+      ok: false,
+      message: `--since (${since.instant.toISOString()}) must be before --until (${untilInstant.toISOString()})`,
+    };
+  }
+  return { ok: true, since: since.instant, until: untilInstant };
+}
