@@ -62,6 +62,9 @@ export interface CodecServer {
   stop(): Promise<void>;
 }
 
+/** What the auth step tells the routes: who the bearer is, for the access log. */
+type CodecServerEnvironment = { Variables: { bearer: string } };
+
 const maximumBodyBytes = 16 * 1024 * 1024;
 const allowedHeaders = 'Authorization, Content-Type, X-Namespace';
 
@@ -90,8 +93,15 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     }
   }
   const uiOrigin = options.uiOrigin !== undefined ? originOf(options.uiOrigin) : undefined;
+  if (options.jwt && Object.keys(options.jwt.requiredClaims ?? {}).length === 0) {
+    log(
+      `warning: every holder of an access token from ${options.jwt.issuer} for ${options.jwt.audience} may decrypt ` +
+        `payloads: require an operators' group with --jwt-claim (e.g. groups=toolgate-operators)`,
+    );
+  }
   const app = createCodecServerApp({
     codec: options.codec,
+    log,
     ...(token ? { token } : {}),
     ...(jwtVerifier ? { jwtVerifier } : {}),
     ...(uiOrigin ? { uiOrigin } : {}),
@@ -128,14 +138,18 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
  * Every request but a CORS preflight needs a bearer token when `token` or `jwtVerifier` is set: the
  * static token, or a JWT the verifier accepts; 401 (with a `code` saying why) otherwise. A request
  * from a browser origin other than `uiOrigin` is refused (403) before anything is decoded.
+ * Each answered encode or decode is logged: who (the JWT's `sub`, or "the codec token"), how many
+ * payloads, which namespace; never a payload.
  */
 export function createCodecServerApp(input: {
   codec: PayloadCodec;
   token?: string;
   jwtVerifier?: JwtVerifier;
   uiOrigin?: string;
-}): Hono {
-  const app = new Hono();
+  log?: (line: string) => void;
+}): Hono<CodecServerEnvironment> {
+  const app = new Hono<CodecServerEnvironment>();
+  const log = input.log ?? (() => undefined);
   const tokenDigest = input.token !== undefined ? digest(input.token) : undefined;
   const jwtVerifier = input.jwtVerifier;
 
@@ -161,7 +175,9 @@ export function createCodecServerApp(input: {
     }
     if (tokenDigest !== undefined || jwtVerifier !== undefined) {
       const refusal = await refusalOf(context.req.header('Authorization'));
-      if (refusal !== undefined) {
+      if (typeof refusal === 'string') {
+        context.set('bearer', refusal);
+      } else {
         context.header(
           'WWW-Authenticate',
           `Bearer realm="toolgate codec server", error="${refusal.code === 'missing_token' ? 'invalid_request' : 'invalid_token'}"`,
@@ -172,10 +188,13 @@ export function createCodecServerApp(input: {
     await next();
     return undefined;
   });
-  /** Why a request's Authorization is refused, or undefined when it carries a valid token. Never the token itself. */
+  /**
+   * Why a request's Authorization is refused, or who it is when it carries a valid token ("the codec
+   * token", or the access token's subject). Never the token itself.
+   */
   async function refusalOf(
     authorization: string | undefined,
-  ): Promise<{ code: string; message: string } | undefined> {
+  ): Promise<{ code: string; message: string } | string> {
     const accepted = [
       ...(tokenDigest !== undefined ? ['the codec token'] : []),
       ...(jwtVerifier !== undefined ? ["an access token from the Web UI's identity provider"] : []),
@@ -187,13 +206,16 @@ export function createCodecServerApp(input: {
         message: `a bearer token is required (Authorization: Bearer <token>): ${accepted}`,
       };
     }
-    if (tokenDigest !== undefined && timingSafeEqual(digest(presented), tokenDigest)) return undefined;
+    if (tokenDigest !== undefined && timingSafeEqual(digest(presented), tokenDigest))
+      return 'the codec token';
     if (jwtVerifier === undefined || presented.split('.').length !== 3) {
       return { code: 'invalid_token', message: `the bearer token is not valid: give ${accepted}` };
     }
     try {
-      await jwtVerifier.verify(presented);
-      return undefined;
+      const claims = await jwtVerifier.verify(presented);
+      return typeof claims.sub === 'string'
+        ? `subject ${JSON.stringify(claims.sub)}`
+        : 'an access token without a subject';
     } catch (error) {
       if (error instanceof JwtVerificationError) return { code: error.code, message: error.message };
       return { code: 'invalid_token', message: 'the bearer token could not be verified' };
@@ -208,11 +230,16 @@ export function createCodecServerApp(input: {
     }),
   );
 
-  const route = (direction: 'encode' | 'decode') => async (context: Context) => {
+  const route = (direction: 'encode' | 'decode') => async (context: Context<CodecServerEnvironment>) => {
     const parsed = await payloadsOf(context);
     if (!parsed.ok) return context.json({ error: parsed.message }, 400);
     try {
       const payloads = await input.codec[direction](parsed.payloads);
+      const namespace = context.req.param('namespace') ?? context.req.header('X-Namespace');
+      log(
+        `${direction}: ${payloads.length} payload${payloads.length === 1 ? '' : 's'} for ${context.get('bearer') ?? 'an unauthenticated caller (--insecure-no-auth)'}` +
+          (namespace !== undefined ? ` in namespace ${JSON.stringify(namespace)}` : ''),
+      );
       return context.json({ payloads: payloads.map(toJsonPayload) });
     } catch (error) {
       // The codec's own message names the key id and the fix; it never contains payload bytes.

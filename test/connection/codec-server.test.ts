@@ -458,6 +458,57 @@ describe('the codec server, verifying the Web UI’s access tokens', () => {
     }
   });
 
+  it('logs who decoded how many payloads (never a token or payload), and warns when no claim is required', async () => {
+    const lines: string[] = [];
+    const server = await startCodecServer({
+      codec,
+      token,
+      jwt: {
+        issuer: provider.issuer,
+        audience,
+        jwksUrl: provider.jwksUrl,
+        requiredClaims: { groups: 'toolgate-operators' },
+        now: () => clock,
+      },
+      host: '127.0.0.1',
+      port: 0,
+      log: (line) => lines.push(line),
+    });
+    try {
+      expect(lines).toEqual([]);
+      expect((await decodeWith(rsaToken(), server.url)).status).toBe(200);
+      expect((await decodeWith(token, server.url)).status).toBe(200);
+      expect((await decodeWith(rsaToken({ groups: ['staff'] }), server.url)).status).toBe(401);
+      const namespaced = await post({
+        url: server.url,
+        path: '/orders-prod/decode',
+        payloads: [await sealedSecret(), await sealedSecret()],
+        authorization: `Bearer ${rsaToken({ sub: 'operator-2' })}`,
+      });
+      expect(namespaced.status).toBe(200);
+      expect(lines).toEqual([
+        'decode: 1 payload for subject "operator-1" in namespace "default"',
+        'decode: 1 payload for the codec token in namespace "default"',
+        'decode: 2 payloads for subject "operator-2" in namespace "orders-prod"',
+      ]);
+      expect(lines.join('\n')).not.toMatch(/Ana Souza|ORD-1001|codec-server-marker/);
+    } finally {
+      await server.stop();
+    }
+    const open: string[] = [];
+    const unrestricted = await startCodecServer({
+      codec,
+      jwt: { issuer: provider.issuer, audience, jwksUrl: provider.jwksUrl },
+      host: '127.0.0.1',
+      port: 0,
+      log: (line) => open.push(line),
+    });
+    await unrestricted.stop();
+    expect(open).toEqual([
+      `warning: every holder of an access token from ${provider.issuer} for ${audience} may decrypt payloads: require an operators' group with --jwt-claim (e.g. groups=toolgate-operators)`,
+    ]);
+  });
+
   it("finds the keys through the issuer's OpenID discovery document when no JWKS URL is given", async () => {
     const server = await startCodecServer({
       codec,
