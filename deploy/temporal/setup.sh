@@ -3,8 +3,9 @@
 # they run on every `docker compose up` and change only what is missing.
 #
 #   setup.sh schema     before the server: the databases and their schemas (temporal-sql-tool), and
-#                       toolgate's audit store: a role of its own (the user of TOOLGATE_AUDIT_URL, from
-#                       deploy/audit.env) that owns its database and nothing else
+#                       toolgate's audit store: its database, owned by the role of TOOLGATE_AUDIT_OWNER_URL
+#                       (deploy/audit-owner.env), and the role of TOOLGATE_AUDIT_URL (deploy/audit.env)
+#                       that the toolgate processes connect as
 #   setup.sh namespace  once the server answers: the namespace with its retention, and the search
 #                       attributes toolgate's workflows set (src/shared/temporal.ts, `searchAttributes`)
 set -eu
@@ -37,7 +38,8 @@ schema() {
       query postgres "CREATE DATABASE \"$1\"" >/dev/null
     fi
   }
-  versioned=/etc/temporal/schema/postgresql/v12
+  # The admin-tools image's copy of the server's schema files (test/cluster/ points it at the module's own).
+  versioned="${TEMPORAL_SCHEMA_DIR:-/etc/temporal/schema/postgresql/v12}"
   for store in "${DBNAME:-temporal}:temporal" "${VISIBILITY_DBNAME:-temporal_visibility}:visibility"; do
     database="${store%%:*}"
     directory="$versioned/${store#*:}/versioned"
@@ -55,15 +57,62 @@ schema() {
   echo 'schema: done'
 }
 
-# toolgate's audit store makes its own tables; it needs a database, and a role that owns that database
-# and nothing else: the toolgate processes never hold the superuser's password.
+# toolgate's audit store: a database owned by a role that only the one-shot `audit-schema` job logs in as
+# (it creates the tables and their append-only guards: `toolgate audit init`), and the role every other
+# toolgate process connects as, which may insert and read once that job has run, and nothing else: it
+# can neither delete a record nor drop or disable a guard. No toolgate process holds the superuser's
+# password, and only the audit-schema job holds the owner's.
 audit_store() {
+  : "${TOOLGATE_AUDIT_OWNER_URL:?set TOOLGATE_AUDIT_OWNER_URL in deploy/audit-owner.env}"
   : "${TOOLGATE_AUDIT_URL:?set TOOLGATE_AUDIT_URL in deploy/audit.env}"
-  # postgres://ROLE:PASSWORD@HOST:PORT/DATABASE, as the toolgate processes read it.
-  case "$TOOLGATE_AUDIT_URL" in
-    postgres://*:*@*/*) rest="${TOOLGATE_AUDIT_URL#postgres://}" ;;
-    postgresql://*:*@*/*) rest="${TOOLGATE_AUDIT_URL#postgresql://}" ;;
-    *) audit_refused 'not postgres://ROLE:PASSWORD@HOST:PORT/DATABASE' ;;
+  audit_url TOOLGATE_AUDIT_OWNER_URL "$TOOLGATE_AUDIT_OWNER_URL"
+  owner="$role"
+  owner_password="$password"
+  owner_database="$database"
+  audit_url TOOLGATE_AUDIT_URL "$TOOLGATE_AUDIT_URL"
+  writer="$role"
+  writer_password="$password"
+  if [ "$database" != "$owner_database" ]; then
+    audit_refused TOOLGATE_AUDIT_URL "database $database is not $owner_database of TOOLGATE_AUDIT_OWNER_URL"
+  fi
+  if [ "$writer" = "$owner" ]; then
+    audit_refused TOOLGATE_AUDIT_URL "role $writer is the owner's: the toolgate processes need a role that cannot drop the guards"
+  fi
+  ensure_role "$owner" "$owner_password"
+  ensure_role "$writer" "$writer_password"
+  ensure_database "$database"
+  query postgres "ALTER DATABASE \"$database\" OWNER TO \"$owner\"" >/dev/null
+  query postgres "REVOKE ALL ON DATABASE \"$database\" FROM PUBLIC" >/dev/null
+  query postgres "GRANT CONNECT ON DATABASE \"$database\" TO \"$writer\"" >/dev/null
+  # An earlier deployment let the processes' role own the tables (or the superuser made them): the owner
+  # takes them over (identity sequences, triggers and the guard function with them), and audit-schema's
+  # `toolgate audit init` then leaves the writer INSERT and SELECT only.
+  statements "$database" <<SQL
+REASSIGN OWNED BY "$writer" TO "$owner";
+DO \$\$
+DECLARE item record;
+BEGIN
+  FOR item IN SELECT c.oid::regclass AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND pg_get_userbyid(c.relowner) <> '$owner' LOOP
+    EXECUTE format('ALTER TABLE %s OWNER TO %I', item.name, '$owner');
+  END LOOP;
+  FOR item IN SELECT p.oid::regprocedure AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> '$owner' LOOP
+    EXECUTE format('ALTER FUNCTION %s OWNER TO %I', item.name, '$owner');
+  END LOOP;
+END
+\$\$;
+SQL
+  echo "schema: database $database owned by $owner; $writer may connect"
+}
+
+# audit_url NAME URL: sets role, password and database from postgres://ROLE:PASSWORD@HOST:PORT/DATABASE,
+# refusing what would need quoting (the names and password go into SQL and a URL unquoted).
+audit_url() {
+  case "$2" in
+    postgres://*:*@*/*) rest="${2#postgres://}" ;;
+    postgresql://*:*@*/*) rest="${2#postgresql://}" ;;
+    *) audit_refused "$1" 'not postgres://ROLE:PASSWORD@HOST:PORT/DATABASE' ;;
   esac
   credentials="${rest%%@*}"
   role="${credentials%%:*}"
@@ -71,55 +120,37 @@ audit_store() {
   database="${rest#*@}"
   database="${database#*/}"
   database="${database%%\?*}"
-  # Names and password go into SQL and a URL unquoted: letters, digits and a few safe signs only.
   case "$role" in
-    '' | [0-9]* | pg_* | *[!a-z0-9_]*) audit_refused "role \"$role\": lower-case letters, digits and _" ;;
+    '' | [0-9]* | pg_* | *[!a-z0-9_]*) audit_refused "$1" "role \"$role\": lower-case letters, digits and _" ;;
   esac
   case "$database" in
-    '' | [0-9]* | *[!a-z0-9_]*) audit_refused "database \"$database\": lower-case letters, digits and _" ;;
+    '' | [0-9]* | *[!a-z0-9_]*) audit_refused "$1" "database \"$database\": lower-case letters, digits and _" ;;
   esac
   case "$password" in
-    '' | *[!A-Za-z0-9._~-]*) audit_refused 'password: letters, digits and . _ ~ - only (e.g. `openssl rand -hex 24`)' ;;
+    '' | *[!A-Za-z0-9._~-]*) audit_refused "$1" 'password: letters, digits and . _ ~ - only (e.g. `openssl rand -hex 24`)' ;;
   esac
   if [ "$role" = "$POSTGRES_USER" ]; then
-    audit_refused "role $role is the superuser of deploy/postgres.env: give the audit store a role of its own"
+    audit_refused "$1" "role $role is the superuser of deploy/postgres.env: give the audit store roles of their own"
   fi
-  if [ "$(query postgres "SELECT 1 FROM pg_roles WHERE rolname = '$role'")" = 1 ]; then
-    echo "schema: role $role exists; setting its password"
+}
+
+# ensure_role ROLE PASSWORD: a login role with no other power, its password set to PASSWORD.
+ensure_role() {
+  if [ "$(query postgres "SELECT 1 FROM pg_roles WHERE rolname = '$1'")" = 1 ]; then
+    echo "schema: role $1 exists; setting its password"
     verb=ALTER
   else
-    echo "schema: creating role $role"
+    echo "schema: creating role $1"
     verb=CREATE
   fi
   # On standard input, not the command line: the password never shows in a process list.
   statements postgres <<SQL
-$verb ROLE "$role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$password';
+$verb ROLE "$1" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '$2';
 SQL
-  ensure_database "$database"
-  query postgres "ALTER DATABASE \"$database\" OWNER TO \"$role\"" >/dev/null
-  query postgres "REVOKE ALL ON DATABASE \"$database\" FROM PUBLIC" >/dev/null
-  # What an earlier deployment's store made as the superuser becomes the role's (identity sequences and
-  # triggers follow their tables), so its next start can run its CREATE ... IF NOT EXISTS / OR REPLACE.
-  statements "$database" <<SQL
-DO \$\$
-DECLARE item record;
-BEGIN
-  FOR item IN SELECT c.oid::regclass AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND pg_get_userbyid(c.relowner) <> '$role' LOOP
-    EXECUTE format('ALTER TABLE %s OWNER TO %I', item.name, '$role');
-  END LOOP;
-  FOR item IN SELECT p.oid::regprocedure AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-    WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> '$role' LOOP
-    EXECUTE format('ALTER FUNCTION %s OWNER TO %I', item.name, '$role');
-  END LOOP;
-END
-\$\$;
-SQL
-  echo "schema: database $database owned by $role"
 }
 
-audit_refused() {
-  echo "schema: TOOLGATE_AUDIT_URL in deploy/audit.env: $1" >&2
+audit_refused() { # audit_refused NAME MESSAGE
+  echo "schema: $1 ($([ "$1" = TOOLGATE_AUDIT_URL ] && echo deploy/audit.env || echo deploy/audit-owner.env)): $2" >&2
   exit 1
 }
 

@@ -1,5 +1,6 @@
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import type { PoolConfig } from 'pg';
+import { ConfigurationError } from '../policy/load-policy';
 import type { RegistryEvent } from '../shared/approver-keys';
 import type { DecisionAttempt } from '../shared/temporal';
 import type { AuditRecord, AuditStore, NotificationDelivery } from './audit-store';
@@ -230,5 +231,63 @@ async function createSchema(pool: Pool): Promise<void> {
     throw error;
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Sets a PostgreSQL audit store up as the owner of its tables, once, before any worker starts: creates
+ * the tables and their guards (as `openPostgresAuditStore` would), then lets each writer role connect,
+ * insert and read, and nothing else. The writers (the role of every worker's, console's and MCP
+ * server's TOOLGATE_AUDIT_URL) can then neither delete a record nor drop or disable a guard: only the
+ * owner can, and no toolgate process holds the owner's password. Idempotent: run it on every deploy.
+ * Rejects with a `ConfigurationError` when a writer role does not exist or is the owner itself.
+ */
+export async function initPostgresAuditStore(input: {
+  /** The owner's URL: `postgres://owner:password@host:port/database`. */
+  url: string;
+  /** Roles that may only insert and read. */
+  writers: readonly string[];
+  pool?: Omit<PoolConfig, 'connectionString'>;
+}): Promise<{ database: string; owner: string; writers: string[] }> {
+  const store = await openPostgresAuditStore({ url: input.url, ...(input.pool ? { pool: input.pool } : {}) });
+  await store.close();
+  const client = new Client({ connectionString: input.url, connectionTimeoutMillis: 10_000, ...input.pool });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ owner: string; database: string; schema: string }>(
+      'SELECT current_user AS owner, current_database() AS database, current_schema() AS schema',
+    );
+    const { owner, database, schema: tablesSchema } = rows[0]!;
+    for (const writer of input.writers) {
+      const found = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [writer]);
+      if (found.rowCount !== 1) {
+        throw new ConfigurationError(
+          `the audit store's writer role "${writer}" does not exist: create it (CREATE ROLE ... LOGIN) before toolgate audit init`,
+        );
+      }
+      if (writer === owner) {
+        throw new ConfigurationError(
+          `the writer role "${writer}" is the owner of the audit tables, who can drop their guards: give the toolgate processes a role of their own`,
+        );
+      }
+    }
+    await client.query('BEGIN');
+    for (const writer of input.writers) {
+      const role = client.escapeIdentifier(writer);
+      await client.query(`GRANT CONNECT ON DATABASE ${client.escapeIdentifier(database)} TO ${role}`);
+      await client.query(`GRANT USAGE ON SCHEMA ${client.escapeIdentifier(tablesSchema)} TO ${role}`);
+      for (const table of auditTables) {
+        // Exactly these two, whatever an earlier grant added.
+        await client.query(`REVOKE ALL ON ${table} FROM ${role}`);
+        await client.query(`GRANT INSERT, SELECT ON ${table} TO ${role}`);
+      }
+    }
+    await client.query('COMMIT');
+    return { database, owner, writers: [...input.writers] };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    await client.end();
   }
 }

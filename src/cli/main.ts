@@ -3,6 +3,7 @@
 // output it is given instead of calling process.exit: tests drive it in-process.
 import { Command, CommanderError } from 'commander';
 import { addApprovalCommands } from './approval-commands';
+import { addAuditCommands } from './audit-commands';
 import { addApproverCommands } from './approver-commands';
 import { addCallCommands } from './call-commands';
 import { addCodecCommands } from './codec-commands';
@@ -89,6 +90,7 @@ function createProgram(context: CliContext): Command {
   addConsoleCommand(program, context);
   addMineCommand(program, context);
   addReportCommand(program, context);
+  addAuditCommands(program, context);
   addEvalCommand(program, context);
   addContractCommands(program, context);
   addCodecCommands(program, context);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAuditStore, openPostgresAuditStore } from 'toolgate';
+import { runCliCapturing } from '../support/cli-runner';
 // The PostgreSQL server is dev tooling in src/dev/, not part of toolgate's public entries.
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import type { StartedPostgres } from '../../src/dev/postgres';
@@ -94,6 +95,97 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
     } finally {
       await raw.end();
       await store.close();
+    }
+  });
+
+  it("is set up by `toolgate audit init` as the owner, so the processes' role may only insert and read", async () => {
+    if (!postgres) throw new Error('PostgreSQL did not start');
+    const suffix = `${process.pid}_${++databases}`;
+    const [owner, writer, database] = [
+      `audit_owner_${suffix}`,
+      `audit_app_${suffix}`,
+      `audit_init_${suffix}`,
+    ];
+    const superuser = new Client({ connectionString: postgres.urlOf('postgres') });
+    await superuser.connect();
+    const saved = {
+      TOOLGATE_AUDIT_OWNER_URL: process.env.TOOLGATE_AUDIT_OWNER_URL,
+      TOOLGATE_AUDIT_URL: process.env.TOOLGATE_AUDIT_URL,
+    };
+    const as = (role: string) => postgres!.urlOf(database).replace(/\/\/[^@]+@/, `//${role}:${role}-secret@`);
+    try {
+      await superuser.query(`CREATE ROLE ${owner} LOGIN PASSWORD '${owner}-secret'`);
+      await superuser.query(`CREATE ROLE ${writer} LOGIN PASSWORD '${writer}-secret'`);
+      await superuser.query(`CREATE DATABASE ${database} OWNER ${owner}`);
+
+      // Without the owner's URL, and with the owner as its own writer: refused, nothing created.
+      delete process.env.TOOLGATE_AUDIT_OWNER_URL;
+      process.env.TOOLGATE_AUDIT_URL = as(writer);
+      const unset = await runCliCapturing(['audit', 'init']);
+      expect([unset.code, unset.error]).toEqual([
+        2,
+        expect.stringContaining('AUDIT_INIT_REFUSED: set TOOLGATE_AUDIT_OWNER_URL'),
+      ]);
+      process.env.TOOLGATE_AUDIT_OWNER_URL = as(owner);
+      const itself = await runCliCapturing(['audit', 'init', '--writer', owner]);
+      expect([itself.code, itself.error]).toEqual([
+        2,
+        expect.stringContaining('is the owner of the audit tables'),
+      ]);
+      const missing = await runCliCapturing(['audit', 'init', '--writer', 'nobody_here']);
+      expect([missing.code, missing.error]).toEqual([
+        2,
+        expect.stringContaining('"nobody_here" does not exist'),
+      ]);
+
+      // Twice: a deploy runs it every time.
+      for (const run of [1, 2]) {
+        const done = await runCliCapturing(['audit', 'init']);
+        expect([run, done.code, done.out]).toEqual([
+          run,
+          0,
+          `audit store ready in database ${database}: tables and guards owned by ${owner}; ${writer} may insert and read only\n`,
+        ]);
+      }
+
+      const store = await openPostgresAuditStore({ url: as(writer) });
+      const record = auditRecord();
+      try {
+        expect(await store.append(record)).toBe(true);
+        expect(await store.append(record)).toBe(false);
+        expect(await store.recordsOf(record.callId)).toEqual([record]);
+      } finally {
+        await store.close();
+      }
+      const app = new Client({ connectionString: as(writer) });
+      await app.connect();
+      try {
+        await expect(app.query('DELETE FROM audit_records')).rejects.toThrow(/permission denied/);
+        await expect(app.query('UPDATE registry_events SET event = event')).rejects.toThrow(
+          /permission denied/,
+        );
+        await expect(
+          app.query('ALTER TABLE audit_records DISABLE TRIGGER audit_records_no_update_or_delete'),
+        ).rejects.toThrow(/must be owner/);
+        await expect(app.query('DROP TABLE decision_attempts')).rejects.toThrow(/must be owner/);
+        await expect(app.query('CREATE TABLE audit_records_copy (x int)')).rejects.toThrow(
+          /permission denied/,
+        );
+        expect((await app.query('SELECT count(*)::int AS n FROM audit_records')).rows).toEqual([{ n: 1 }]);
+        const { rows } = await app.query<{ owner: string }>(
+          'SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relname = ANY($1)',
+          [['audit_records', 'decision_attempts', 'registry_events', 'notification_deliveries']],
+        );
+        expect(rows).toEqual([{ owner }]);
+      } finally {
+        await app.end();
+      }
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      await superuser.end();
     }
   });
 

@@ -43,7 +43,9 @@ const service = (name: string): Service => {
 /** The toolgate processes: the package's CLI, run from the image the Dockerfile builds. */
 const toolgateServices = ['worker', 'console', 'mcp', 'codec-server'] as const;
 /** One-shot jobs: they run to completion, so they have no healthcheck and restart only on failure. */
-const oneShotJobs = ['temporal-schema', 'temporal-namespace'] as const;
+const oneShotJobs = ['temporal-schema', 'audit-schema', 'temporal-namespace'] as const;
+/** The one-shot jobs of the admin-tools image, running deploy/temporal/setup.sh. */
+const adminJobs = ['temporal-schema', 'temporal-namespace'] as const;
 /** The only published ports: the Web UI, the two front ends, and the codec server the UI's page calls. */
 const allowedPublished: Record<string, string[]> = {
   'temporal-ui': ['127.0.0.1:8080:8080'],
@@ -115,6 +117,7 @@ function hostPathOf(entry: Service, containerPath: string): string | undefined {
 /** The secrets of the env files, and which files carry them: what each service may be given. */
 const secretVariables = [
   'TOOLGATE_AUDIT_URL',
+  'TOOLGATE_AUDIT_OWNER_URL',
   'TOOLGATE_CODEC_KEYS',
   'TOOLGATE_CODEC_TOKEN',
   'POSTGRES_USER',
@@ -135,6 +138,7 @@ describe('docker-compose.yml', () => {
       [
         'postgresql',
         'temporal-schema',
+        'audit-schema',
         'temporal',
         'temporal-namespace',
         'temporal-ui',
@@ -154,13 +158,13 @@ describe('docker-compose.yml', () => {
     }
     expect(service('postgresql').image).toMatch(/^postgres:16\.\d+$/);
     expect(service('temporal').image).toBe('temporalio/server:1.29.1');
-    for (const job of oneShotJobs) expect(service(job).image).toMatch(/^temporalio\/admin-tools:1\.29\.1\b/);
+    for (const job of adminJobs) expect(service(job).image).toMatch(/^temporalio\/admin-tools:1\.29\.1\b/);
     expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:\d+\.\d+\.\d+$/);
   });
 
   it("builds toolgate's image from the Dockerfile, tagged with the package's version", () => {
     const { version } = JSON.parse(read('package.json')) as { version: string };
-    for (const name of [...toolgateServices, 'orders']) {
+    for (const name of [...toolgateServices, 'audit-schema', 'orders']) {
       const entry = service(name);
       expect(entry.image, name).toBe(`toolgate:${version}`);
       expect(entry.build, name).toEqual({ context: '.' });
@@ -182,8 +186,22 @@ describe('docker-compose.yml', () => {
       expect(entry.healthcheck, job).toBeUndefined();
       expect(entry.restart, job).toMatch(/^on-failure(:\d+)?$/);
       expect(entry.deploy?.replicas ?? 1, job).toBe(1);
+    }
+    for (const job of adminJobs) {
+      const entry = service(job);
       expect(asList(entry.entrypoint), job).toEqual(['/bin/sh', '/toolgate-setup/setup.sh']);
       expect(entry.volumes, job).toContain('./deploy/temporal:/toolgate-setup:ro');
+    }
+    // The audit tables by their owner, once the schema job made the roles; the processes that write
+    // the audit store start after it.
+    expect(asList(service('audit-schema').command)).toEqual(['audit', 'init']);
+    expect(service('audit-schema').depends_on).toEqual({
+      'temporal-schema': { condition: 'service_completed_successfully' },
+    });
+    for (const name of ['worker', 'console']) {
+      expect(service(name).depends_on, name).toMatchObject({
+        'audit-schema': { condition: 'service_completed_successfully' },
+      });
     }
     expect(asList(service('temporal-schema').command)).toEqual(['schema']);
     expect(asList(service('temporal-namespace').command)).toEqual(['namespace']);
@@ -234,15 +252,16 @@ describe('docker-compose.yml', () => {
       Object.fromEntries(Object.entries(services).map(([name, entry]) => [name, envFilesOf(entry)])),
     ).toEqual({
       postgresql: ['deploy/postgres.env'],
-      // The superuser's password, and the audit URL to create its role with.
-      'temporal-schema': ['deploy/postgres.env', 'deploy/audit.env'],
+      // The superuser's password, and the audit URLs to create their roles with.
+      'temporal-schema': ['deploy/postgres.env', 'deploy/audit-owner.env', 'deploy/audit.env'],
+      // The owner makes the tables and grants the processes' role insert and read.
+      'audit-schema': ['deploy/audit-owner.env', 'deploy/audit.env'],
       temporal: ['deploy/postgres.env'],
       'temporal-namespace': [],
       'temporal-ui': ['deploy/temporal-ui.env'],
       'codec-server': ['deploy/codec-keys.env', 'deploy/codec-token.env'],
       worker: ['deploy/audit.env', 'deploy/codec-keys.env'],
-      // It reads the audit record: the store's own role (a read-only one cannot open it: the store runs
-      // its CREATE ... IF NOT EXISTS / OR REPLACE on open).
+      // It reads the audit record (and writes the decisions it relays): the insert-and-read role.
       console: ['deploy/audit.env', 'deploy/codec-keys.env'],
       mcp: ['deploy/codec-keys.env'],
       orders: [],
@@ -411,6 +430,19 @@ describe('docker-compose.yml', () => {
     expect(audit.password).not.toBe(postgres.POSTGRES_PASSWORD);
     expect(audit.pathname).toBe('/toolgate_audit');
     expect(audit.password).toMatch(/^[A-Za-z0-9._~-]+$/);
+    // The owner of its tables: another role, another password, the same database; held by the two
+    // set-up jobs only.
+    const ownerUrl = new URL(envFile('deploy/audit-owner.env.example').TOOLGATE_AUDIT_OWNER_URL ?? '');
+    expect(ownerUrl.username).not.toBe(audit.username);
+    expect(ownerUrl.username).not.toBe(postgres.POSTGRES_USER);
+    expect(ownerUrl.password).not.toBe(audit.password);
+    expect(ownerUrl.password).toMatch(/^[A-Za-z0-9._~-]+$/);
+    expect([ownerUrl.host, ownerUrl.pathname]).toEqual([audit.host, audit.pathname]);
+    for (const [name, entry] of Object.entries(services)) {
+      expect(envFilesOf(entry).includes('deploy/audit-owner.env'), name).toBe(
+        ['temporal-schema', 'audit-schema'].includes(name),
+      );
+    }
   });
 
   it('keeps state in named volumes', () => {
@@ -426,6 +458,7 @@ describe('deploy/', () => {
   it('ships every env file compose reads as an example with placeholders, and ignores the real ones', () => {
     const files = new Set(Object.values(services).flatMap(envFilesOf));
     expect([...files].sort()).toEqual([
+      'deploy/audit-owner.env',
       'deploy/audit.env',
       'deploy/codec-keys.env',
       'deploy/codec-token.env',
@@ -436,7 +469,12 @@ describe('deploy/', () => {
     // The one file every toolgate service used to share is gone.
     expect(existsSync(join(root, 'deploy/toolgate.env.example'))).toBe(false);
     expect(read('deploy/.gitignore')).toMatch(/^\*\.env$/m);
-    for (const file of ['deploy/audit.env', 'deploy/codec-keys.env', 'deploy/codec-token.env']) {
+    for (const file of [
+      'deploy/audit-owner.env',
+      'deploy/audit.env',
+      'deploy/codec-keys.env',
+      'deploy/codec-token.env',
+    ]) {
       const entries = Object.entries(envFile(`${file}.example`));
       expect(entries.length, file).toBe(1);
       for (const [name, value] of entries)
@@ -471,19 +509,22 @@ describe('deploy/', () => {
     expect(script).toMatch(/--retention "\$retention"/);
   });
 
-  it('gives the audit store a role of its own that owns its database only, made by the schema job', () => {
+  // What the script does is proved by running it against a real PostgreSQL and Temporal server
+  // (test/cluster/compose-setup.cluster.ts); this checks the rules a reader relies on.
+  it('gives the audit store two roles of their own, the owner of its database and the processes’ one', () => {
     const script = read('deploy/temporal/setup.sh');
     const audit = script.slice(script.indexOf('audit_store() {'));
     expect(script).toMatch(/^ {2}audit_store$/m);
-    // The role and its password come from the URL the toolgate processes use (deploy/audit.env).
+    expect(audit).toContain('${TOOLGATE_AUDIT_OWNER_URL:?');
     expect(audit).toContain('${TOOLGATE_AUDIT_URL:?');
     expect(audit).toMatch(
-      /\$verb ROLE "\$role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS/,
+      /\$verb ROLE "\$1" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS/,
     );
-    expect(audit).toMatch(/ALTER DATABASE \\"\$database\\" OWNER TO \\"\$role\\"/);
+    expect(audit).toMatch(/ALTER DATABASE \\"\$database\\" OWNER TO \\"\$owner\\"/);
     expect(audit).toMatch(/REVOKE ALL ON DATABASE \\"\$database\\" FROM PUBLIC/);
-    // Never the superuser, and the password never on a command line.
+    // Never the superuser, never one role for both, and the password never on a command line.
     expect(audit).toMatch(/if \[ "\$role" = "\$POSTGRES_USER" \]/);
+    expect(audit).toMatch(/if \[ "\$writer" = "\$owner" \]/);
     expect(audit).toMatch(/statements postgres <<SQL/);
     // Temporal's databases: nobody but their owner connects.
     expect(script).toMatch(/REVOKE ALL ON DATABASE \\"\$database\\" FROM PUBLIC" >\/dev\/null\n {2}done/);
