@@ -1,5 +1,6 @@
 import { verifyWithNode } from '../keys/key-files';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
+import { approvalWindowMs } from '../policy/approval-window';
 import { evaluatePolicy } from '../policy/evaluate-policy';
 import type {
   CallEvaluation,
@@ -7,7 +8,6 @@ import type {
   SignedProposal,
   ToolCapabilities,
 } from '../shared/call-evaluation';
-import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
 import type { ApprovalNotificationPlan } from '../shared/notifications';
 import {
   argumentsTooLargeMessage,
@@ -130,7 +130,12 @@ export function evaluateCall(input: {
   }
   const level = verdict.riskLevel;
   const quorum = callerPolicy.approval?.quorum?.[level] ?? 1;
-  const windowValue = callerPolicy.approval?.windows?.[level];
+  const windowMs = approvalWindowMs({
+    policy: context.policy.file,
+    tool: contract.name,
+    callerPolicy,
+    level,
+  });
   return {
     ...record,
     ...judged,
@@ -152,7 +157,7 @@ export function evaluateCall(input: {
         ? {
             approval: {
               quorum,
-              windowMs: windowValue === undefined ? defaultApprovalWindowMs : durationMs(windowValue),
+              windowMs,
               rule:
                 `${contract.name} at risk level "${level}" is above ${proposal.caller}'s autonomy ` +
                 `("${callerPolicy.autonomy}"): approval by ${quorum} approver(s) granted "${level}"`,

@@ -4,9 +4,11 @@ import { readPublicKeyHex } from '../keys/key-files';
 import type { RiskLevel } from '../tools/risk-levels';
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
+import { durationMs } from '../shared/durations';
 import { nameRecord, ownValue } from '../shared/own-records';
 import { unwrap } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
+import { defaultMaxApprovalWindow, maxApprovalWindowMs } from './approval-window';
 import type { CallerPolicy, PolicyFile } from './policy-schema';
 import { policyFileSchema } from './policy-schema';
 
@@ -124,6 +126,11 @@ export function checkPolicy(input: {
       }
     }
   }
+  for (const tool of Object.keys(file.tools ?? {})) {
+    if (!input.registry.get(tool))
+      problems.push(`tools.${tool}: unknown tool; known tools: ${known.join(', ')}`);
+  }
+  problems.push(...windowsBeyondMaximum(file));
   const keyOf = (field: string, reference: string, fix: string): string => {
     const inline = /^ed25519:([0-9a-f]{64})$/i.exec(reference);
     if (inline?.[1]) return inline[1].toLowerCase();
@@ -190,4 +197,35 @@ export function checkPolicy(input: {
       operators,
     }),
   };
+}
+
+/**
+ * Every approval window longer than the policy's `maxApprovalWindow`, as problems naming the field.
+ * The maximum stays within the namespace retention because a `patched()` branch goes once no run
+ * older than the retention can exist: a call waiting longer could outlive the code that replays it.
+ */
+function windowsBeyondMaximum(file: PolicyFile): string[] {
+  const maximumMs = maxApprovalWindowMs({ policy: file });
+  const maximum = written(file.maxApprovalWindow ?? defaultMaxApprovalWindow);
+  const windows: [field: string, value: number | string][] = [];
+  for (const [caller, policy] of Object.entries(file.callers)) {
+    for (const [level, value] of Object.entries(policy.approval?.windows ?? {}))
+      windows.push([`callers.${caller}.approval.windows.${level}`, value]);
+  }
+  for (const [tool, policy] of Object.entries(file.tools ?? {})) {
+    for (const [level, value] of Object.entries(policy.approvalWindows ?? {}))
+      windows.push([`tools.${tool}.approvalWindows.${level}`, value]);
+  }
+  return windows
+    .filter(([, value]) => durationMs(value) > maximumMs)
+    .map(
+      ([field, value]) =>
+        `${field}: ${written(value)} is longer than maxApprovalWindow (${maximum}); ` +
+        'shorten it, or raise maxApprovalWindow within the namespace retention',
+    );
+}
+
+/** A duration as the policy wrote it; milliseconds get their unit. */
+function written(value: number | string): string {
+  return typeof value === 'number' ? `${value}ms` : value;
 }

@@ -85,10 +85,31 @@ export const operatorPolicySchema = z.strictObject({
   ),
 });
 
+/** One tool's rules, whoever calls it. */
+export const toolPolicySchema = z.strictObject({
+  approvalWindows: z
+    .partialRecord(riskLevel, durationSchema)
+    .optional()
+    .describe(
+      "how long an approval of this tool may wait, per level; the shortest of this and the caller's window applies",
+    ),
+});
+
 /** The policy file: per caller, loaded by workers, never taken from workflow input or the model. */
 export const policyFileSchema = z.strictObject({
   version: z.string().min(1).optional().describe('a label for this policy; the digest is recorded too'),
   callers: z.record(z.string().min(1), callerPolicySchema),
+  tools: z
+    .record(z.string().min(1), toolPolicySchema)
+    .optional()
+    .describe('per tool, whoever calls it: how long its approvals may wait'),
+  // Optional rather than defaulted, so a policy that leaves it out keeps the digest it had before it existed.
+  maxApprovalWindow: durationSchema
+    .optional()
+    .describe(
+      'the longest any approval may wait (default 30d); keep it within the namespace retention ' +
+        '(30 days by default): a replay guard goes once no run older than the retention can exist',
+    ),
   approvers: z.record(z.string().min(1), approverPolicySchema).default({}),
   operators: z
     .record(z.string().min(1), operatorPolicySchema)

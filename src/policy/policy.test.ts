@@ -166,11 +166,95 @@ describe('policy files', () => {
       'numeric fields: amount_cents',
     ],
     ['an unknown field', '{"callers":{},"extra":1}', 'Unrecognized key'],
+    [
+      'an unknown tool under tools',
+      '{"callers":{},"tools":{"refnd_order":{"approvalWindows":{"critical":"1h"}}}}',
+      'tools.refnd_order: unknown tool; known tools: get_order, refund_order',
+    ],
+    [
+      'an unknown field in a tool’s rules',
+      '{"callers":{},"tools":{"refund_order":{"windows":{"critical":"1h"}}}}',
+      'Unrecognized key',
+    ],
+    [
+      'a tool’s window longer than the default maximum',
+      '{"callers":{},"tools":{"refund_order":{"approvalWindows":{"irreversible":"4h","critical":"40d"}}}}',
+      'tools.refund_order.approvalWindows.critical: 40d is longer than maxApprovalWindow (30d); ' +
+        'shorten it, or raise maxApprovalWindow within the namespace retention',
+    ],
+    [
+      'a caller’s window, in milliseconds, longer than the policy’s maximum',
+      `{"callers":{"bot":{"publicKey":"${inlineKey}","tools":[],"autonomy":"read","approval":{"ceiling":"critical","windows":{"irreversible":90000000}}}},"maxApprovalWindow":"1d"}`,
+      'callers.bot.approval.windows.irreversible: 90000000ms is longer than maxApprovalWindow (1d)',
+    ],
+    [
+      'a malformed maximum',
+      '{"callers":{},"maxApprovalWindow":"a month"}',
+      'maxApprovalWindow: a duration such as "30s", "15m" or "4h"',
+    ],
   ])('stops start-up on %s, naming the file and the field', (_case, content, expected) => {
     const path = write(content);
     expect(() => loadPolicyFile({ path, registry })).toThrow(ConfigurationError);
     expect(() => loadPolicyFile({ path, registry })).toThrow(path);
     expect(() => loadPolicyFile({ path, registry })).toThrow(expected);
+  });
+
+  it('accepts windows in every duration form up to maxApprovalWindow, and one raised within the retention', () => {
+    const windows = { read: 1000, reversible: '500ms', irreversible: '15m', critical: '30d' };
+    const policy = checkPolicy({
+      source: 'windows',
+      registry,
+      value: {
+        callers: {
+          bot: {
+            publicKey: inlineKey,
+            tools: [],
+            autonomy: 'read',
+            approval: { ceiling: 'critical', windows: { ...windows, critical: '720h' } },
+          },
+        },
+        tools: { refund_order: { approvalWindows: windows }, get_order: {} },
+      },
+    });
+    expect(policy.file.tools?.refund_order?.approvalWindows).toEqual(windows);
+    const raised = checkPolicy({
+      source: 'raised',
+      registry,
+      value: {
+        callers: {},
+        tools: { refund_order: { approvalWindows: { critical: '40d' } } },
+        maxApprovalWindow: '40d',
+      },
+    });
+    expect(raised.file.maxApprovalWindow).toBe('40d');
+  });
+
+  it('reports every window beyond the maximum at once', () => {
+    const check = () =>
+      checkPolicy({
+        source: 'too long',
+        registry,
+        value: {
+          callers: {
+            bot: {
+              publicKey: inlineKey,
+              tools: [],
+              autonomy: 'read',
+              approval: { ceiling: 'critical', windows: { critical: '3h' } },
+            },
+          },
+          tools: { refund_order: { approvalWindows: { irreversible: '121m', critical: '1h' } } },
+          maxApprovalWindow: '2h',
+        },
+      });
+    expect(check).toThrow(ConfigurationError);
+    expect(check).toThrow(
+      'policy file too long: ' +
+        'callers.bot.approval.windows.critical: 3h is longer than maxApprovalWindow (2h); ' +
+        'shorten it, or raise maxApprovalWindow within the namespace retention; ' +
+        'tools.refund_order.approvalWindows.irreversible: 121m is longer than maxApprovalWindow (2h); ' +
+        'shorten it, or raise maxApprovalWindow within the namespace retention',
+    );
   });
 
   it('changes its version digest when its content changes', () => {
