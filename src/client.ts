@@ -4,6 +4,8 @@ import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
+import type { CancelOutcome } from './admin/cancel-call';
+import { cancelCall } from './admin/cancel-call';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
 import {
@@ -231,6 +233,37 @@ export class ToolGateClient {
       }
       await delay(200);
     }
+  }
+
+  /**
+   * Cancels one of `caller`'s calls while it waits for approval, signed with the caller's key: the
+   * call closes `APPROVAL_CANCELLED` (nothing applied) and its final result comes back. Refused with a
+   * stable code when the call's execution started (`CANCEL_TOO_LATE`, the call runs on), when it does
+   * not wait for approval (`NOT_AWAITING_APPROVAL`), or when it is not the caller's (`CALL_NOT_FOUND`).
+   */
+  async cancel(input: {
+    callId: string;
+    caller: string;
+    reason: string;
+  }): Promise<CancelOutcome & { result?: ToolResult }> {
+    const privateKey = this.callerKey(input.caller);
+    if (!privateKey) {
+      return {
+        cancelled: false,
+        callId: input.callId,
+        code: 'UNAUTHENTICATED_CALLER',
+        message: `this harness holds no key for caller ${input.caller}: it cannot sign the cancellation`,
+      };
+    }
+    const outcome = await cancelCall({
+      client: this.client,
+      callId: input.callId,
+      by: { caller: input.caller },
+      privateKey,
+      reason: input.reason,
+    });
+    if (!outcome.cancelled) return outcome;
+    return { ...outcome, result: (await this.result(input.callId, { wait: true })) as ToolResult };
   }
 
   /** A handle on one conversation: its calls go through the session `id`, as `caller`. */

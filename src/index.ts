@@ -17,7 +17,12 @@ export { riskLevels, riskRank } from './tools/risk-levels';
 export type { RiskLevel } from './tools/risk-levels';
 export { createToolRegistry } from './tools/tool-registry';
 export type { ToolDefinition, ToolRegistry } from './tools/tool-registry';
-export { decisionRefusalCodes, errorCodes, registryRefusalCodes } from './shared/codes';
+export {
+  cancellationRefusalCodes,
+  decisionRefusalCodes,
+  errorCodes,
+  registryRefusalCodes,
+} from './shared/codes';
 export type { DecisionRefusalCode, ErrorCode, RegistryRefusalCode } from './shared/codes';
 export type { Effect, ToolResult } from './shared/tool-result';
 
@@ -193,6 +198,8 @@ export type { SelectionRecord } from './evals/selection-record';
 
 // Approvers: decisions from code.
 export { ApprovalAdmin } from './admin/approvals';
+export { cancelCall } from './admin/cancel-call';
+export type { CancelOutcome } from './admin/cancel-call';
 export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './admin/approvals';
 // Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.
 export {
@@ -247,15 +254,25 @@ export type { CliOutput, MainOptions as CliOptions } from './cli/main';
 // and call id, and the exact bytes every signature covers.
 export { toolCallWorkflowType } from './shared/temporal';
 export type { ToolCallInput } from './workflows/tool-call';
-export { callStateQuery, decideUpdate, proposeUpdate, searchAttributes } from './shared/temporal';
+export {
+  callStateQuery,
+  cancelUpdate,
+  decideUpdate,
+  proposeUpdate,
+  searchAttributes,
+} from './shared/temporal';
 export type {
   ApprovalState,
   ApprovalView,
   CallState,
+  Canceller,
+  Cancellation,
+  CancellationReceipt,
   DecisionReceipt,
   DecisionRecord,
   ProposeRequest,
   ProposeResponse,
+  SignedCancellation,
 } from './shared/temporal';
 export {
   admitUpdate,

@@ -146,7 +146,7 @@ export function addApproverCommands(program: Command, context: CliContext): void
 }
 
 /** The operator's private key from `--key` or the keys directory; says what to do when it cannot be read. */
-function operatorKeyOf(input: {
+export function operatorKeyOf(input: {
   options: OperatorOptions;
   config: LoadedConfig;
   output: CliContext['output'];

@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
+import { cancelCall } from '../admin/cancel-call';
+import { connectTemporalClient } from '../connection/temporal-connection';
 import type { ToolResult } from '../shared/tool-result';
 import { loadPolicyFile } from '../policy/load-policy';
 import { createToolRegistry } from '../tools/tool-registry';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
-import { commandAction, configOf, withClient } from './cli-context';
+import { operatorKeyOf } from './approver-commands';
+import { commandAction, configOf, connectionSettings, withClient } from './cli-context';
 import { formatResult } from './format-result';
 
 type CallOptions = GlobalOptions & {
@@ -15,6 +18,7 @@ type CallOptions = GlobalOptions & {
 };
 type StatusOptions = GlobalOptions & { wait?: boolean };
 type DefinitionsOptions = GlobalOptions & { caller?: string };
+type CancelOptions = GlobalOptions & { reason: string; caller?: string; as?: string; key?: string };
 
 /** Adds `call`, `status` and `definitions`: what an agent's harness does, from a shell. */
 export function addCallCommands(program: Command, context: CliContext): void {
@@ -67,6 +71,38 @@ export function addCallCommands(program: Command, context: CliContext): void {
     );
 
   program
+    .command('cancel')
+    .description(
+      'cancel a call that waits for approval (it closes APPROVAL_CANCELLED, nothing applied), signed as ' +
+        'its caller or as an operator; refused once execution started (exit 1)',
+    )
+    .argument('<call-id>', 'the call id (tc-...)')
+    .requiredOption('--reason <text>', "why; kept in the call's result and audit record")
+    .option('--caller <name>', "cancel as the call's caller, with its key from the keys directory")
+    .option('--as <operator>', 'cancel as an operator named in the policy, with their key')
+    .option('--key <file>', "the operator's private key (default: the config's keys directory)")
+    .action(
+      commandAction(context, async (callId: string, _options: unknown, command: Command) => {
+        const options = command.optsWithGlobals<CancelOptions>();
+        if ((options.caller === undefined) === (options.as === undefined)) {
+          output.error("give exactly one of --caller <name> (the call's caller) or --as <operator>");
+          return 2;
+        }
+        const outcome =
+          options.caller !== undefined
+            ? await withClient(options, (client) =>
+                client.cancel({ callId, caller: options.caller!, reason: options.reason }),
+              )
+            : await cancelAsOperator({ options: { ...options, as: options.as! }, callId, output });
+        if (outcome === undefined) return 2;
+        if (options.json) output.out(JSON.stringify(outcome));
+        else if (outcome.cancelled) output.out(`cancelled ${callId} (${outcome.cancelledBy})`);
+        else output.error(`${outcome.code}: ${outcome.message}`);
+        return outcome.cancelled ? 0 : 1;
+      }),
+    );
+
+  program
     .command('definitions')
     .description('print the tool definitions to send to a model, as JSON')
     .option('--caller <name>', 'only the tools this caller may use')
@@ -89,6 +125,30 @@ export function addCallCommands(program: Command, context: CliContext): void {
         return 0;
       }),
     );
+}
+
+/** Cancels as an operator: their key from `--key` or the keys directory; undefined when it cannot be read. */
+async function cancelAsOperator(input: {
+  options: CancelOptions & { as: string };
+  callId: string;
+  output: CliOutput;
+}): Promise<Awaited<ReturnType<typeof cancelCall>> | undefined> {
+  const { options } = input;
+  const config = configOf(options);
+  const privateKey = operatorKeyOf({ options, config, output: input.output });
+  if (!privateKey) return undefined;
+  const { connection, client } = await connectTemporalClient(connectionSettings(options, config));
+  try {
+    return await cancelCall({
+      client,
+      callId: input.callId,
+      by: { operator: options.as },
+      privateKey,
+      reason: options.reason,
+    });
+  } finally {
+    await connection.close();
+  }
 }
 
 /** Prints a call's result (JSON or for people) and answers the exit code: 0 OK, 1 rejected. */

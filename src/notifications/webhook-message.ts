@@ -51,7 +51,9 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
       line =
         ending?.state === 'denied'
           ? `Denied by ${slackEscaped(ending.approver)}: ${who} (${riskLevel}), reason: ${slackEscaped(ending.reason)}`
-          : `Approved by ${ending?.state === 'approved' ? ending.approvers.map(slackEscaped).join(', ') : 'its approvers'}: ${who} (${riskLevel})`;
+          : ending?.state === 'cancelled'
+            ? `Cancelled while waiting: ${who} (${riskLevel}) was not run; ${slackEscaped(ending.reason)}`
+            : `Approved by ${ending?.state === 'approved' ? ending.approvers.map(slackEscaped).join(', ') : 'its approvers'}: ${who} (${riskLevel})`;
       break;
   }
   // The link is the console's (config) and the call id, encoded: escaped all the same, as Slack asks.
@@ -81,6 +83,7 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
     ...(ending ? { outcome: ending.state } : {}),
     ...(ending?.state === 'approved' ? { approvers: ending.approvers } : {}),
     ...(ending?.state === 'denied' ? { approvers: [ending.approver], reason: ending.reason } : {}),
+    ...(ending?.state === 'cancelled' ? { reason: ending.reason } : {}),
   };
 }
 

@@ -121,6 +121,8 @@ function currentRoundEnding(input: {
       return { state: 'approved', approvers: [...view.approvals] };
     case 'expired':
       return { state: 'expired' };
+    case 'cancelled':
+      return { state: 'cancelled', reason: view.cancelledBecause ?? 'cancelled' };
     case 'superseded':
       return { state: 'superseded', reason: view.supersededBecause ?? 'a later round opened in its place' };
     case 'denied': {

@@ -25,6 +25,8 @@ export const errorCodes = [
   'APPROVAL_PENDING',
   'APPROVAL_DENIED',
   'APPROVAL_EXPIRED',
+  // cancelled by its caller's harness or an operator while it waited for approval
+  'APPROVAL_CANCELLED',
   // step 8 and 9: execution and verification
   'UPSTREAM_UNAVAILABLE',
   'INTERNAL_ERROR',
@@ -56,6 +58,20 @@ export const decisionRefusalCodes = [
   'KEY_UNKNOWN',
   'KEY_REVOKED',
 ] as const;
+
+/**
+ * What a canceller is told when a cancellation is refused: its signature does not hold, execution
+ * started (or the call ended), or the call is not waiting for approval. A refused cancellation changes
+ * nothing.
+ */
+export const cancellationRefusalCodes = [
+  'SIGNATURE_INVALID',
+  'CANCEL_TOO_LATE',
+  'NOT_AWAITING_APPROVAL',
+] as const;
+
+/** A reason a cancellation was refused. */
+export type CancellationRefusalCode = (typeof cancellationRefusalCodes)[number];
 
 /** A reason a decision was refused. */
 export type DecisionRefusalCode = (typeof decisionRefusalCodes)[number];

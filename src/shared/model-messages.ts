@@ -96,6 +96,14 @@ export function approvalExpiredMessage(input: { summary: string; expiresAt: stri
   );
 }
 
+/** `APPROVAL_CANCELLED`: its caller's harness or an operator cancelled it while it waited. */
+export function approvalCancelledMessage(input: { summary: string; by: string; reason: string }): string {
+  return (
+    `${input.summary} was cancelled by ${input.by} while it waited for approval: "${input.reason}". ` +
+    'Nothing was applied. Do not propose it again unless the user asks for it again.'
+  );
+}
+
 /** `APPROVAL_DENIED`: an approver said no, with a reason. */
 export function approvalDeniedMessage(input: { summary: string; approver: string; reason: string }): string {
   return (

@@ -43,7 +43,9 @@ export type RoundEnding =
   | { state: 'denied'; approver: string; reason: string }
   | { state: 'expired' }
   /** Closed without a decision that counts: the tool's contract changed while the call waited. */
-  | { state: 'superseded'; reason: string };
+  | { state: 'superseded'; reason: string }
+  /** Closed without a decision: the call was cancelled (by its caller or an operator) or its tool disabled. */
+  | { state: 'cancelled'; reason: string };
 
 /** One delivery of one event to one channel: the notification activity's input. */
 export interface ApprovalNotice {

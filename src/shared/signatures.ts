@@ -12,7 +12,9 @@ export type SignedKind =
   | 'enrolment'
   | 'key-revocation'
   // an approver's browser answering the approvals console's sign-in challenge
-  | 'login';
+  | 'login'
+  // a caller's harness or an operator cancelling a call that waits for approval
+  | 'cancellation';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

@@ -62,7 +62,10 @@ export interface ApprovalView {
   approvals: string[];
   expiresAt: string;
   /** `superseded`: closed without a decision that counts, because what would run changed (see `supersededBecause`). */
-  state: 'pending' | 'approved' | 'denied' | 'expired' | 'superseded';
+  /** `cancelled`: closed without a decision, because the call was cancelled while it waited. */
+  state: 'pending' | 'approved' | 'denied' | 'expired' | 'superseded' | 'cancelled';
+  /** On a cancelled round: who cancelled it, and why. */
+  cancelledBecause?: string;
   /** On a superseded round: why it no longer holds. */
   supersededBecause?: string;
   /** On a round opened in place of another: which one, and why. */
@@ -99,6 +102,38 @@ export interface DecisionReceipt {
 
 /** Delivers one signed decision; its validator refuses with a decision code before anything is recorded. */
 export const decideUpdate = defineUpdate<DecisionReceipt, [SignedDecision]>('decide');
+
+/** Who cancels a waiting call: the call's own caller (its harness's key) or an operator (their key). */
+export type Canceller = { caller: string } | { operator: string };
+
+/** What a cancellation signs (kind `cancellation`): one run of one call, by whom, why, when. */
+export interface Cancellation {
+  callId: string;
+  runId: string;
+  by: Canceller;
+  reason: string;
+  issuedAt: string;
+}
+
+/** A cancellation with its Ed25519 signature (base64url) by the caller's or the operator's key. */
+export interface SignedCancellation {
+  cancellation: Cancellation;
+  signature: string;
+}
+
+/** What a canceller learns when the cancellation is accepted (a refused one fails the update with its code). */
+export interface CancellationReceipt {
+  accepted: true;
+  callId: string;
+  cancelledBy: string;
+}
+
+/**
+ * Cancels a call that waits for approval: it closes `APPROVAL_CANCELLED`, nothing applied. Its
+ * validator refuses (`SIGNATURE_INVALID`, `CANCEL_TOO_LATE`, `NOT_AWAITING_APPROVAL`) before anything
+ * is recorded.
+ */
+export const cancelUpdate = defineUpdate<CancellationReceipt, [SignedCancellation]>('cancel');
 
 /** A decision attempt, accepted or refused, as the audit store keeps it. */
 export interface DecisionAttempt {
@@ -162,4 +197,4 @@ export const searchAttributes = {
 } as const;
 
 /** The approval states the `ApprovalState` search attribute takes. */
-export type ApprovalState = 'none' | 'pending' | 'approved' | 'denied' | 'expired';
+export type ApprovalState = 'none' | 'pending' | 'approved' | 'denied' | 'expired' | 'cancelled';

@@ -110,6 +110,8 @@ class ApprovalRound {
   denial?: { approver: string; reason: string };
   /** Set when the round closed without a decision that counts: why it no longer holds. */
   supersededBecause?: string;
+  /** Set when the call was cancelled (or its tool disabled) while the round was open: by whom and why. */
+  cancelledBecause?: string;
 
   constructor(input: {
     number: number;
@@ -175,6 +177,7 @@ class ApprovalRound {
       expiresAt: this.expiresAt,
       state: this.state,
       ...(this.supersededBecause !== undefined ? { supersededBecause: this.supersededBecause } : {}),
+      ...(this.cancelledBecause !== undefined ? { cancelledBecause: this.cancelledBecause } : {}),
       ...(this.supersedes ? { supersedes: this.supersedes } : {}),
     };
   }
@@ -242,6 +245,12 @@ export class CallApprovals {
     judgeAgain: () => Promise<JudgedAgain<Stop>>;
     onOpen: (round: ApprovalView) => void;
     onEnd?: (round: ApprovalView, ending: RoundEnding) => void;
+    /**
+     * Why the call must stop while it waits (cancelled by its caller or an operator), with its answer;
+     * undefined while it may go on. Asked while a round is open: a round it interrupts closes
+     * `cancelled` unless it was decided in the same breath (the pipeline asks again before execution).
+     */
+    interruption?: () => { reason: string; stop: () => Stop } | undefined;
   }): Promise<ApprovalOutcome<Stop>> {
     let subject = input.subject;
     let previewed = await input.preview();
@@ -258,11 +267,18 @@ export class CallApprovals {
       this.open(round);
       input.onOpen(round.view());
       const ended = await condition(
-        () => round.decided || round.supersededBecause !== undefined,
+        () => round.decided || round.supersededBecause !== undefined || input.interruption?.() !== undefined,
         subject.requirement.windowMs,
       );
       this.round = undefined;
       let changed = round.supersededBecause;
+      const interruption = round.decided || changed !== undefined ? undefined : input.interruption?.();
+      if (interruption !== undefined) {
+        round.cancelledBecause = interruption.reason;
+        this.settle(round, 'cancelled');
+        input.onEnd?.(round.view(), { state: 'cancelled', reason: interruption.reason });
+        return { ok: false, ended: 'stopped', stop: interruption.stop() };
+      }
       if (changed !== undefined) {
         // A decision found the contract changed: the handler closed the round already.
         input.onEnd?.(round.view(), { state: 'superseded', reason: changed });
@@ -324,7 +340,7 @@ export class CallApprovals {
     this.call.onStateChange('pending');
   }
 
-  private settle(round: ApprovalRound, state: 'expired' | 'denied' | 'approved'): void {
+  private settle(round: ApprovalRound, state: 'expired' | 'denied' | 'approved' | 'cancelled'): void {
     round.state = state;
     this.call.state.approval = round.view();
     this.call.onStateChange(state);

@@ -22,6 +22,7 @@ import type {
   LookupAnswer,
 } from '../shared/call-evaluation';
 import {
+  approvalCancelledMessage,
   approvalDeniedMessage,
   approvalExpiredMessage,
   approvalPendingMessage,
@@ -39,10 +40,12 @@ import {
 import type { Proposal } from '../shared/proposal';
 import { auditedRawArguments, proposalArgumentsDigest } from '../shared/proposal';
 import type { CallOutcome } from '../shared/session';
+import { ownValue } from '../shared/own-records';
 import { sessionWorkflowId } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
-import type { ApprovalState, CallState } from '../shared/temporal';
-import { callStateQuery, proposeUpdate, searchAttributes } from '../shared/temporal';
+import type { ApprovalState, CallState, CancellationReceipt, SignedCancellation } from '../shared/temporal';
+import { callStateQuery, cancelUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
+import type { CancellationRefusalCode } from '../shared/codes';
 import type { Effect, ToolResult } from '../shared/tool-result';
 import { rejection } from '../shared/tool-result';
 import { riskRank } from '../tools/risk-levels';
@@ -104,6 +107,9 @@ async function pipeline(call: CallRun): Promise<ToolResult> {
   // Step 7: human approval, when the risk level is above the caller's autonomy.
   const approved = await approve(call, steps);
   if (!approved.ok) return approved.result;
+  // A cancellation accepted while the round was open, handled as its last decision came in.
+  const cancelled = call.cancelledResult(steps.evaluated.summary);
+  if (cancelled) return cancelled;
   // Step 8: execution, the call id as idempotency key on every attempt, a credential per attempt.
   const executed = await steps.execute(approved.value);
   if (!executed.ok) return executed.result;
@@ -185,6 +191,14 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
       notifications.opened(round);
     },
     onEnd: (round, ending) => notifications.ended(round, ending),
+    interruption: () => {
+      const cancellation = call.cancellation;
+      if (!cancellation) return undefined;
+      return {
+        reason: `cancelled by ${cancellation.by}: ${cancellation.reason}`,
+        stop: () => call.cancelledResult(steps.evaluated.summary) as ToolResult,
+      };
+    },
   });
   if (outcome.ok) return { ok: true, value: outcome.approval };
   const { summary } = steps.evaluated;
@@ -441,6 +455,8 @@ class CallRun {
   /** The approval notifications, once the call needs approval. */
   notifications?: ApprovalNotifications;
   private evaluation?: CallEvaluation;
+  /** Set by an accepted cancellation: who (`caller x` or `operator y`) and why. */
+  cancellation?: { by: string; reason: string; at: string };
   private readonly startedAt = Date.now();
   private readonly queuedAttributes: SearchAttributeUpdatePair[] = [];
 
@@ -458,6 +474,9 @@ class CallRun {
     };
     setHandler(callStateQuery, () => this.state);
     setHandler(proposeUpdate, (request) => this.answerProposal(request));
+    setHandler(cancelUpdate, (request) => this.cancel(request), {
+      validator: (request: SignedCancellation) => this.validateCancellation(request),
+    });
     this.approvals = new CallApprovals({
       callId: this.callId,
       runId: this.runId,
@@ -554,6 +573,100 @@ class CallRun {
     this.state.result = result;
     this.state.pending = undefined;
     this.state.stage = 'done';
+  }
+
+  /** `APPROVAL_CANCELLED` when a cancellation was accepted, else undefined. */
+  cancelledResult(summary: string): ToolResult | undefined {
+    const { cancellation } = this;
+    if (!cancellation) return undefined;
+    return this.reject({
+      code: 'APPROVAL_CANCELLED',
+      message: approvalCancelledMessage({ summary, by: cancellation.by, reason: cancellation.reason }),
+      data: { cancelledBy: cancellation.by, reason: cancellation.reason, cancelledAt: cancellation.at },
+    });
+  }
+
+  /**
+   * Refuses a cancellation that does not hold, before anything is recorded: a signature that is not
+   * the call's caller's or a policy operator's over this run, or a call that is not waiting for
+   * approval (execution started or about to: `CANCEL_TOO_LATE`).
+   */
+  private validateCancellation(request: SignedCancellation): void {
+    const refuse = (code: CancellationRefusalCode, message: string): never => {
+      throw ApplicationFailure.create({ type: code, message, nonRetryable: true });
+    };
+    const { cancellation, signature } = request ?? {};
+    const by = cancellation?.by as Record<string, unknown> | undefined;
+    const reason = cancellation?.reason;
+    if (
+      typeof reason !== 'string' ||
+      reason.trim() === '' ||
+      reason.length > 500 ||
+      typeof signature !== 'string' ||
+      cancellation.callId !== this.callId ||
+      cancellation.runId !== this.runId ||
+      typeof cancellation.issuedAt !== 'string'
+    ) {
+      refuse(
+        'SIGNATURE_INVALID',
+        'the cancellation must name this call and run, give a reason (at most 500 characters) and be signed',
+      );
+    }
+    const key =
+      typeof by?.caller === 'string' && by.caller === this.proposal.caller
+        ? this.evaluation?.callerKeyHex
+        : typeof by?.operator === 'string'
+          ? ownValue(this.evaluation?.operators, by.operator)
+          : undefined;
+    if (
+      !key ||
+      !verifySignature({
+        kind: 'cancellation',
+        value: cancellation,
+        signature: signature,
+        publicKeyHex: key,
+      })
+    ) {
+      refuse(
+        'SIGNATURE_INVALID',
+        "the cancellation is not signed by this call's caller or an operator of the policy",
+      );
+    }
+    this.refuseUnlessWaiting(refuse);
+  }
+
+  private refuseUnlessWaiting(refuse: (code: CancellationRefusalCode, message: string) => never): void {
+    const { stage, approval } = this.state;
+    if (this.cancellation) refuse('CANCEL_TOO_LATE', 'the call is already cancelled');
+    if (stage === 'awaiting-approval' && approval?.state === 'pending') return;
+    if (approval !== undefined && approval.state !== 'pending') {
+      refuse(
+        'CANCEL_TOO_LATE',
+        `the approval ended (${approval.state}) and the call went on: nothing was cancelled; read its result`,
+      );
+    }
+    if (stage === 'executing' || stage === 'verifying' || stage === 'recording' || stage === 'done') {
+      refuse(
+        'CANCEL_TOO_LATE',
+        'execution already started (or the call ended): nothing was cancelled; read its result',
+      );
+    }
+    refuse(
+      'NOT_AWAITING_APPROVAL',
+      `the call is not waiting for approval (stage ${stage}); only a call that waits can be cancelled`,
+    );
+  }
+
+  /** An accepted cancellation: the open round closes `cancelled` and the call answers `APPROVAL_CANCELLED`. */
+  private cancel(request: SignedCancellation): CancellationReceipt {
+    // The round may have been decided between the validator and this handler.
+    this.refuseUnlessWaiting((code, message) => {
+      throw ApplicationFailure.create({ type: code, message, nonRetryable: true });
+    });
+    const { by } = request.cancellation;
+    const who = 'caller' in by ? `caller ${by.caller}` : `operator ${by.operator}`;
+    this.cancellation = { by: who, reason: request.cancellation.reason, at: new Date().toISOString() };
+    return { accepted: true, callId: this.callId, cancelledBy: who };
   }
 
   /** A proposal's answer: the run's result, or `APPROVAL_PENDING` while it waits for a human. */
