@@ -72,6 +72,39 @@ describe('toolgate CLI', () => {
     expect(status.out).toContain('effect:  applied');
   });
 
+  it('cancels a waiting call with `cancel`, as its caller or as an operator, and says CANCEL_TOO_LATE after', async () => {
+    const refundsBefore = await harness.orders.api.refundCount();
+    const waiting = async (amount: number) => {
+      const proposed = await call(
+        'support-bot',
+        'refund_order',
+        harness.refundArguments({ amount_cents: amount }),
+        '--session',
+        `cancel-${amount}`,
+        '--json',
+      );
+      const result = JSON.parse(proposed.out) as ToolResult;
+      expect(result.code).toBe('APPROVAL_PENDING');
+      return result.callId;
+    };
+    const asCaller = await waiting(1_111);
+    const cancelled = await run('cancel', asCaller, '--caller', 'support-bot', '--reason', 'withdrawn');
+    expect([cancelled.code, cancelled.out]).toEqual([0, `cancelled ${asCaller} (caller support-bot)\n`]);
+    const again = await run('cancel', asCaller, '--caller', 'support-bot', '--reason', 'twice');
+    expect([again.code, again.error]).toEqual([1, expect.stringContaining('CANCEL_TOO_LATE: ')]);
+    const asOperator = await waiting(1_112);
+    const byOlivia = await run('cancel', asOperator, '--as', 'olivia', '--reason', 'stop', '--json');
+    expect(byOlivia.code).toBe(0);
+    expect(JSON.parse(byOlivia.out)).toEqual({
+      cancelled: true,
+      callId: asOperator,
+      cancelledBy: 'operator olivia',
+    });
+    const neither = await run('cancel', asOperator, '--reason', 'who?');
+    expect([neither.code, neither.error]).toEqual([2, expect.stringContaining('exactly one of --caller')]);
+    expect(await harness.orders.api.refundCount()).toBe(refundsBefore);
+  });
+
   it('exits 1 with the code for a rejected call', async () => {
     const { code, out } = await call('readonly-bot', 'refund_order', '{}');
     expect(code).toBe(1);
