@@ -22,6 +22,7 @@ export {
   decisionRefusalCodes,
   errorCodes,
   registryRefusalCodes,
+  switchRefusalCodes,
 } from './shared/codes';
 export type { DecisionRefusalCode, ErrorCode, RegistryRefusalCode } from './shared/codes';
 export type { Effect, ToolResult } from './shared/tool-result';
@@ -199,6 +200,17 @@ export type { SelectionRecord } from './evals/selection-record';
 // Approvers: decisions from code.
 export { ApprovalAdmin } from './admin/approvals';
 export { cancelCall } from './admin/cancel-call';
+export { listToolSwitches, setToolSwitch } from './admin/controls';
+export type { SwitchRefusal } from './admin/controls';
+export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './shared/controls';
+export type {
+  ControlEvent,
+  ControlsView,
+  DisabledSwitch,
+  SignedSwitchChange,
+  SwitchChange,
+  SwitchReceipt,
+} from './shared/controls';
 export type { CancelOutcome } from './admin/cancel-call';
 export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './admin/approvals';
 // Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.

@@ -11,6 +11,7 @@ import {
   OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
 import { createApproverKeyActivities } from './activities/approver-key-activities';
+import { createControlsActivities } from './activities/controls-activities';
 import { createNotificationActivities } from './activities/notification-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
@@ -102,6 +103,12 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     }),
     // The audit store is the key lookups' second source: it remembers what a registry rolled back forgets.
     ...createApproverKeyActivities({ policy: currentPolicy, audit }),
+    // The kill switch: operators' signed changes checked against the policy and audited.
+    ...createControlsActivities({
+      policy: currentPolicy,
+      toolNames: options.tools.map((tool) => tool.contract.name),
+      audit,
+    }),
     ...createNotificationActivities({
       audit,
       ...(options.notifications ? { notifications: options.notifications } : {}),

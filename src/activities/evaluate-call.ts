@@ -14,10 +14,13 @@ import {
   argumentsUnreadableMessage,
   callIdMismatchMessage,
   sessionRequiredMessage,
+  toolDisabledMessage,
   toolNotAllowedMessage,
   unauthenticatedMessage,
   unknownToolMessage,
 } from '../shared/model-messages';
+import type { DisabledSwitch } from '../shared/controls';
+import { disabledData } from '../shared/controls';
 import { ownValue } from '../shared/own-records';
 import { deriveCallId, parseArguments } from '../shared/proposal';
 import { contractDigestOf } from '../tools/contract-digest';
@@ -45,6 +48,8 @@ export function evaluateCall(input: {
   check: SignedProposal;
   /** Whether the proposal's session admitted it for this call (asked only for a signed proposal). */
   admitted: (check: SignedProposal) => boolean;
+  /** The kill switch that stops this caller's calls of the tool now, if one is off. */
+  disabled?: (input: { tool: string; caller: string }) => DisabledSwitch | undefined;
 }): CallEvaluation {
   const { context, check } = input;
   const { proposal, callId } = check;
@@ -80,6 +85,14 @@ export function evaluateCall(input: {
       code: 'UNKNOWN_TOOL',
       message: unknownToolMessage({ tool: proposal.tool, available }),
       data: { available },
+    });
+  }
+  const off = input.disabled?.({ tool: contract.name, caller: proposal.caller });
+  if (off) {
+    return refuse({
+      code: 'TOOL_DISABLED',
+      message: toolDisabledMessage({ tool: contract.name, reason: off.reason, since: off.since }),
+      data: disabledData(off),
     });
   }
   if (!available.includes(contract.name)) {

@@ -27,6 +27,8 @@ import type {
 } from '../tools/define-tool-implementation';
 import { toolErrorKind } from '../tools/tool-errors';
 import { createToolRegistry } from '../tools/tool-registry';
+import { disabledSwitchFor } from '../shared/controls';
+import { readControls } from './controls-activities';
 import { evaluateCall, isSigned } from './evaluate-call';
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
@@ -143,7 +145,16 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
             ticket: check.admission,
             runStartedAtMs: check.runStartedAtMs,
           }));
-      return evaluateCall({ context, check: input, admitted });
+      // The kill switch, read from this task queue's controls at every evaluation: a switch turned off
+      // stops the next call at once, on every worker. Unreadable controls fail the evaluation (retried).
+      const { client, info } = Context.current();
+      const controls = await readControls({ client, taskQueue: info.taskQueue });
+      return evaluateCall({
+        context,
+        check: input,
+        admitted,
+        disabled: (call) => disabledSwitchFor(controls, call),
+      });
     },
 
     /**

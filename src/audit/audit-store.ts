@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { auditedRawArguments } from '../shared/proposal';
 import type { RegistryEvent } from '../shared/approver-keys';
+import type { ControlEvent } from '../shared/controls';
 import type { AdmissionRefusal, DecisionAttempt, DecisionRecord } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
@@ -129,6 +130,10 @@ export interface AuditStore {
   appendNotificationDelivery(delivery: NotificationDelivery): Promise<boolean>;
   /** Every webhook delivery of a call, oldest first. */
   notificationDeliveriesOf(callId: string): Promise<(NotificationDelivery & { recordedAt: string })[]>;
+  /** Appends a kill-switch change attempted, accepted or refused; the same (change id, outcome) twice writes once. */
+  appendControlEvent(event: ControlEvent): Promise<boolean>;
+  /** Kill-switch changes attempted, oldest first; with `tool`, only that tool's. */
+  controlEvents(input?: { tool?: string }): Promise<(ControlEvent & { recordedAt: string })[]>;
   /** Closes the store (its file, or its pool of connections); a store is not used after. */
   close(): Promise<void>;
 }
@@ -189,6 +194,20 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
       UNIQUE (event_id, channel)
     );
     CREATE INDEX IF NOT EXISTS notification_deliveries_by_call ON notification_deliveries (call_id);
+    CREATE TABLE IF NOT EXISTS control_events (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      change_id TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      tool TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      event TEXT NOT NULL,
+      UNIQUE (change_id, outcome)
+    );
+    CREATE INDEX IF NOT EXISTS control_events_by_tool ON control_events (tool);
+    CREATE TRIGGER IF NOT EXISTS control_events_no_update BEFORE UPDATE ON control_events
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS control_events_no_delete BEFORE DELETE ON control_events
+      BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS notification_deliveries_no_update BEFORE UPDATE ON notification_deliveries
       BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS notification_deliveries_no_delete BEFORE DELETE ON notification_deliveries
@@ -240,6 +259,19 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
   const deliveriesByCall = database.prepare(
     'SELECT delivery, recorded_at FROM notification_deliveries WHERE call_id = ? ORDER BY sequence',
   );
+  const insertControlEvent = database.prepare(`
+    INSERT OR IGNORE INTO control_events (change_id, outcome, tool, recorded_at, event)
+    VALUES (@changeId, @outcome, @tool, @recordedAt, @event)`);
+  const allControlEvents = database.prepare(
+    'SELECT event, recorded_at FROM control_events ORDER BY sequence',
+  );
+  const controlEventsOfTool = database.prepare(
+    'SELECT event, recorded_at FROM control_events WHERE tool = ? ORDER BY sequence',
+  );
+  const parseControlEvent = (row: unknown): ControlEvent & { recordedAt: string } => {
+    const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
+    return { ...(JSON.parse(event) as ControlEvent), recordedAt };
+  };
   const parseRegistryEvent = (row: unknown): RegistryEvent & { recordedAt: string } => {
     const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
     return { ...(JSON.parse(event) as RegistryEvent), recordedAt };
@@ -302,6 +334,18 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
         const { delivery, recorded_at: recordedAt } = row as { delivery: string; recorded_at: string };
         return { ...(JSON.parse(delivery) as NotificationDelivery), recordedAt };
       }),
+    appendControlEvent: async (event) =>
+      insertControlEvent.run({
+        changeId: event.changeId,
+        outcome: event.outcome,
+        tool: event.tool,
+        recordedAt: new Date().toISOString(),
+        event: JSON.stringify(event),
+      }).changes === 1,
+    controlEvents: async (input) =>
+      (input?.tool !== undefined ? controlEventsOfTool.all(input.tool) : allControlEvents.all()).map(
+        parseControlEvent,
+      ),
     close: async () => {
       database.close();
     },

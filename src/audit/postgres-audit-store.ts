@@ -2,6 +2,7 @@ import { Client, Pool } from 'pg';
 import type { PoolConfig } from 'pg';
 import { ConfigurationError } from '../policy/load-policy';
 import type { RegistryEvent } from '../shared/approver-keys';
+import type { ControlEvent } from '../shared/controls';
 import type { DecisionAttempt } from '../shared/temporal';
 import type { AuditRecord, AuditStore, NotificationDelivery } from './audit-store';
 
@@ -15,7 +16,13 @@ const isoRecordedAt = `to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH2
 // Payloads are stored as the JSON text written (not jsonb), so a record reads back exactly as it was
 // appended. `sequence` is the insertion order; `recorded_at` is the database's clock, one clock for
 // every worker, cut to milliseconds like SQLite's.
-const auditTables = ['audit_records', 'decision_attempts', 'registry_events', 'notification_deliveries'];
+const auditTables = [
+  'audit_records',
+  'decision_attempts',
+  'registry_events',
+  'notification_deliveries',
+  'control_events',
+];
 const guardTriggers = auditTables.flatMap((table) => [
   `${table}_no_update_or_delete`,
   `${table}_no_truncate`,
@@ -69,6 +76,16 @@ const schema = `
     UNIQUE (event_id, channel)
   );
   CREATE INDEX IF NOT EXISTS notification_deliveries_by_call ON notification_deliveries (call_id);
+  CREATE TABLE IF NOT EXISTS control_events (
+    sequence bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    change_id text NOT NULL,
+    outcome text NOT NULL,
+    tool text NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+    event text NOT NULL,
+    UNIQUE (change_id, outcome)
+  );
+  CREATE INDEX IF NOT EXISTS control_events_by_tool ON control_events (tool);
   CREATE OR REPLACE FUNCTION toolgate_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN RAISE EXCEPTION 'the audit store is append-only'; END
   $$;
@@ -125,6 +142,11 @@ export async function openPostgresAuditStore(input: {
   const readRegistryEvents = async (sql: string, values: unknown[] = []) =>
     (await rows<{ event: string; recorded_at: string }>(sql, values)).map((row) => ({
       ...(JSON.parse(row.event) as RegistryEvent),
+      recordedAt: row.recorded_at,
+    }));
+  const readControlEvents = async (sql: string, values: unknown[] = []) =>
+    (await rows<{ event: string; recorded_at: string }>(sql, values)).map((row) => ({
+      ...(JSON.parse(row.event) as ControlEvent),
       recordedAt: row.recorded_at,
     }));
   return {
@@ -205,6 +227,19 @@ export async function openPostgresAuditStore(input: {
         ...(JSON.parse(row.delivery) as NotificationDelivery),
         recordedAt: row.recorded_at,
       })),
+    appendControlEvent: (event) =>
+      inserted(
+        `INSERT INTO control_events (change_id, outcome, tool, event)
+         VALUES ($1, $2, $3, $4) ON CONFLICT (change_id, outcome) DO NOTHING`,
+        [event.changeId, event.outcome, event.tool, JSON.stringify(event)],
+      ),
+    controlEvents: (input) =>
+      input?.tool !== undefined
+        ? readControlEvents(
+            `SELECT event, ${isoRecordedAt} FROM control_events WHERE tool = $1 ORDER BY sequence`,
+            [input.tool],
+          )
+        : readControlEvents(`SELECT event, ${isoRecordedAt} FROM control_events ORDER BY sequence`),
     // Closing twice is harmless, as with SQLite.
     close: () => (ended ??= pool.end()),
   };
@@ -213,7 +248,9 @@ export async function openPostgresAuditStore(input: {
 /** Creates the tables, indexes and triggers that are missing, in one transaction, under the lock. */
 async function createSchema(pool: Pool): Promise<void> {
   // Tables and guards in place: nothing to create. Workers may then connect as a role that can only
-  // INSERT and SELECT (the tables' owner, who can drop a trigger, sets them up once).
+  // INSERT and SELECT (the tables' owner, who can drop a trigger, sets them up once). A database an
+  // earlier version made lacks a newer table's guards: its owner's next open (or `toolgate audit init`)
+  // creates what is missing, and keeps every row already written.
   const { rows } = await pool.query<{ guards: number }>(
     `SELECT count(*)::int AS guards FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
       WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1) AND t.tgname = ANY($2)`,

@@ -10,6 +10,7 @@ import { addCodecCommands } from './codec-commands';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
 import { addConsoleCommand } from './console-command';
+import { addControlsCommands } from './controls-commands';
 import { addContractCommands } from './contract-commands';
 import { addDevCommand } from './dev-command';
 import { addEvalCommand } from './eval-command';
@@ -91,6 +92,7 @@ function createProgram(context: CliContext): Command {
   addMineCommand(program, context);
   addReportCommand(program, context);
   addAuditCommands(program, context);
+  addControlsCommands(program, context);
   addEvalCommand(program, context);
   addContractCommands(program, context);
   addCodecCommands(program, context);

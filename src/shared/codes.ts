@@ -12,6 +12,8 @@ export const errorCodes = [
   // step 1: the session's admission, resolution and allowlist
   'SESSION_REQUIRED',
   'UNKNOWN_TOOL',
+  // the kill switch: an operator turned the tool off (for everyone or this caller)
+  'TOOL_DISABLED',
   'TOOL_NOT_ALLOWED',
   // step 2 and 3: parsing and schema
   'INVALID_JSON',
@@ -72,6 +74,20 @@ export const cancellationRefusalCodes = [
 
 /** A reason a cancellation was refused. */
 export type CancellationRefusalCode = (typeof cancellationRefusalCodes)[number];
+
+/**
+ * What an operator is told when a kill-switch change is refused (`toolgate disable|enable`); nothing
+ * changed: malformed or signed more than 10 minutes away, sent again, an operator not in the policy,
+ * a bad signature, a tool the workers do not run, a caller not in the policy.
+ */
+export const switchRefusalCodes = [
+  'SWITCH_INVALID',
+  'CHANGE_REPLAYED',
+  'OPERATOR_UNKNOWN',
+  'SIGNATURE_INVALID',
+  'UNKNOWN_TOOL',
+  'CALLER_UNKNOWN',
+] as const;
 
 /** A reason a decision was refused. */
 export type DecisionRefusalCode = (typeof decisionRefusalCodes)[number];

@@ -96,6 +96,14 @@ export function approvalExpiredMessage(input: { summary: string; expiresAt: stri
   );
 }
 
+/** `TOOL_DISABLED`: an operator turned the tool off; nothing ran. */
+export function toolDisabledMessage(input: { tool: string; reason: string; since: string }): string {
+  return (
+    `${input.tool} is turned off by an operator since ${input.since} ("${input.reason}"); nothing was ` +
+    'applied. Do not retry it or work around it with another tool: tell the user it is unavailable for now.'
+  );
+}
+
 /** `APPROVAL_CANCELLED`: its caller's harness or an operator cancelled it while it waited. */
 export function approvalCancelledMessage(input: { summary: string; by: string; reason: string }): string {
   return (

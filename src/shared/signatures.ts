@@ -14,7 +14,9 @@ export type SignedKind =
   // an approver's browser answering the approvals console's sign-in challenge
   | 'login'
   // a caller's harness or an operator cancelling a call that waits for approval
-  | 'cancellation';
+  | 'cancellation'
+  // an operator turning a tool off or on (the kill switch)
+  | 'tool-switch';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

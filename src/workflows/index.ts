@@ -3,3 +3,4 @@ export { toolCall } from './tool-call';
 export { toolSession } from './session';
 export { toolgateApproverKeys } from './approver-keys';
 export { toolgateApprovalNotifications } from './approval-notifier';
+export { toolgateControls } from './controls';

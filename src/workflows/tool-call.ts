@@ -32,6 +32,7 @@ import {
   mintRefusedMessage,
   outputContractMessage,
   successMessage,
+  toolDisabledMessage,
   toolFailedMessage,
   unauthenticatedMessage,
   upstreamUnavailableMessage,
@@ -45,6 +46,9 @@ import { sessionWorkflowId } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
 import type { ApprovalState, CallState, CancellationReceipt, SignedCancellation } from '../shared/temporal';
 import { callStateQuery, cancelUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
+import type { ControlsActivities } from '../activities/controls-activities';
+import type { DisabledSwitch } from '../shared/controls';
+import { disabledData, toolSwitchSignal } from '../shared/controls';
 import type { CancellationRefusalCode } from '../shared/codes';
 import type { Effect, ToolResult } from '../shared/tool-result';
 import { rejection } from '../shared/tool-result';
@@ -62,6 +66,9 @@ export interface ToolCallInput {
   /** The session's admission ticket: without a valid one the call is `SESSION_REQUIRED`. */
   admission?: string;
 }
+
+/** How often a waiting call reads its kill switch when told it changed (then only before execution). */
+const maxSwitchReads = 20;
 
 /** A step's answer: go on with a value, or stop with the model's result. */
 type Step<T> = { ok: true; value: T } | { ok: false; result: ToolResult };
@@ -110,6 +117,11 @@ async function pipeline(call: CallRun): Promise<ToolResult> {
   // A cancellation accepted while the round was open, handled as its last decision came in.
   const cancelled = call.cancelledResult(steps.evaluated.summary);
   if (cancelled) return cancelled;
+  // An approved call may have waited for hours: the kill switch is read once more before it runs.
+  if (steps.evaluated.approval) {
+    const disabled = await call.toolSwitchStop(steps.evaluated.tool);
+    if (disabled) return disabled;
+  }
   // Step 8: execution, the call id as idempotency key on every attempt, a credential per attempt.
   const executed = await steps.execute(approved.value);
   if (!executed.ok) return executed.result;
@@ -154,6 +166,8 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
   if (!requirement) return { ok: true, value: undefined };
   call.state.approvalRule = requirement.rule;
   const notifications = call.notifyApprovals({ evaluated: steps.evaluated, requirement });
+  // While it waits, an operator may turn the tool off: the controls tell the call, which reads the switch.
+  void call.watchToolSwitch(steps.evaluated.tool);
   const outcome = await call.approvals.obtain<ToolResult>({
     subject: approvalSubject(steps.evaluated, requirement),
     preview: () => steps.preview(),
@@ -192,12 +206,20 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
     },
     onEnd: (round, ending) => notifications.ended(round, ending),
     interruption: () => {
-      const cancellation = call.cancellation;
-      if (!cancellation) return undefined;
-      return {
-        reason: `cancelled by ${cancellation.by}: ${cancellation.reason}`,
-        stop: () => call.cancelledResult(steps.evaluated.summary) as ToolResult,
-      };
+      const { cancellation, disabledSwitch } = call;
+      if (cancellation) {
+        return {
+          reason: `cancelled by ${cancellation.by}: ${cancellation.reason}`,
+          stop: () => call.cancelledResult(steps.evaluated.summary) as ToolResult,
+        };
+      }
+      if (disabledSwitch) {
+        return {
+          reason: `${disabledSwitch.tool} turned off by operator ${disabledSwitch.operator}: ${disabledSwitch.reason}`,
+          stop: () => call.disabledResult(disabledSwitch),
+        };
+      }
+      return undefined;
     },
   });
   if (outcome.ok) return { ok: true, value: outcome.approval };
@@ -457,6 +479,9 @@ class CallRun {
   private evaluation?: CallEvaluation;
   /** Set by an accepted cancellation: who (`caller x` or `operator y`) and why. */
   cancellation?: { by: string; reason: string; at: string };
+  /** Set when the kill switch, read after the controls told the call, turned its tool off while it waited. */
+  disabledSwitch?: DisabledSwitch;
+  private switchWakeUps = 0;
   private readonly startedAt = Date.now();
   private readonly queuedAttributes: SearchAttributeUpdatePair[] = [];
 
@@ -474,6 +499,9 @@ class CallRun {
     };
     setHandler(callStateQuery, () => this.state);
     setHandler(proposeUpdate, (request) => this.answerProposal(request));
+    setHandler(toolSwitchSignal, () => {
+      this.switchWakeUps++;
+    });
     setHandler(cancelUpdate, (request) => this.cancel(request), {
       validator: (request: SignedCancellation) => this.validateCancellation(request),
     });
@@ -573,6 +601,62 @@ class CallRun {
     this.state.result = result;
     this.state.pending = undefined;
     this.state.stage = 'done';
+  }
+
+  /**
+   * While the call waits for approval: each time the controls say its tool's switch changed (a
+   * signal, trusted as a wake-up only), reads the switch (a recorded local activity) and stops the
+   * wait when it is off. At most `maxSwitchReads` reads, so a flood of signals cannot grow the history
+   * without bound; the check before execution stays.
+   */
+  async watchToolSwitch(tool: string): Promise<void> {
+    let seen = 0;
+    try {
+      for (let reads = 0; reads < maxSwitchReads; reads++) {
+        await condition(
+          () =>
+            this.state.result !== undefined ||
+            this.state.stage === 'executing' ||
+            (this.switchWakeUps > seen && this.state.stage === 'awaiting-approval'),
+        );
+        if (this.state.result !== undefined || this.state.stage === 'executing') return;
+        seen = this.switchWakeUps;
+        const off = await this.readToolSwitch(tool);
+        if (off) {
+          this.disabledSwitch = off;
+          return;
+        }
+      }
+    } catch (error) {
+      // The switch could not be read now: the call reads it again before it executes.
+      log.warn('the kill switch could not be read while the call waited', {
+        callId: this.callId,
+        error: String(error),
+      });
+    }
+  }
+
+  /** `TOOL_DISABLED` when the kill switch of the call's tool is off now, else undefined. */
+  async toolSwitchStop(tool: string): Promise<ToolResult | undefined> {
+    const off = await this.readToolSwitch(tool);
+    return off ? this.disabledResult(off) : undefined;
+  }
+
+  disabledResult(off: DisabledSwitch): ToolResult {
+    return this.reject({
+      code: 'TOOL_DISABLED',
+      message: toolDisabledMessage({ tool: off.tool, reason: off.reason, since: off.since }),
+      data: disabledData(off),
+    });
+  }
+
+  /** The switch that stops this call now, or undefined; a switch that cannot be read stops it too (`INTERNAL_ERROR` upstream). */
+  private async readToolSwitch(tool: string): Promise<DisabledSwitch | undefined> {
+    const off = await proxyLocalActivities<ControlsActivities>({
+      startToCloseTimeout: '10s',
+      retry: { maximumAttempts: 5, initialInterval: '200ms' },
+    }).currentToolSwitch({ tool, caller: this.proposal.caller });
+    return off ?? undefined;
   }
 
   /** `APPROVAL_CANCELLED` when a cancellation was accepted, else undefined. */

@@ -5,6 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AuditRecord, AuditStore, DecisionAttempt, NotificationDelivery, RegistryEvent } from 'toolgate';
 
+/** A kill-switch change attempt, as the store takes it. */
+type ControlEvent = Parameters<AuditStore['appendControlEvent']>[0];
+
 /** One empty database the suite opens stores on, and reaches past them. */
 export interface AuditStoreBacking {
   /** Opens a store on this database; a second call is a second worker sharing it. */
@@ -66,6 +69,21 @@ function registryEvent(overrides: Partial<RegistryEvent> = {}): RegistryEvent {
     keyId: `key-${randomUUID()}`,
     detail: 'laptop',
     at: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+/** A kill-switch change attempt; `overrides` set what a test cares about. */
+export function controlEvent(overrides: Partial<ControlEvent> = {}): ControlEvent {
+  return {
+    changeId: randomUUID(),
+    action: 'disable',
+    tool: 'refund_order',
+    caller: 'support-bot',
+    operator: 'olivia',
+    reason: 'refunds misfiring',
+    issuedAt: new Date().toISOString(),
+    outcome: 'accepted',
     ...overrides,
   };
 }
@@ -350,16 +368,62 @@ export function describeAuditStoreContract(input: {
       expect(await store.notificationDeliveriesOf('tc-nobody')).toEqual([]);
     });
 
+    it('writes a kill-switch change once per change id and outcome, and lists them oldest first, or one tool’s', async () => {
+      const { store } = await fresh();
+      const startedAt = Date.now();
+      const disabled = controlEvent();
+      expect(await store.appendControlEvent(disabled)).toBe(true);
+      expect(await store.appendControlEvent(disabled)).toBe(false);
+      // A retry that carries other content under the same key does not overwrite the first.
+      expect(await store.appendControlEvent({ ...disabled, reason: 'something else' })).toBe(false);
+      // The same change refused (the admin side's view and the worker's) is another row.
+      const refused = { ...disabled, outcome: 'SIGNATURE_INVALID' };
+      expect(await store.appendControlEvent(refused)).toBe(true);
+      expect(await store.appendControlEvent(refused)).toBe(false);
+      // No caller: the switch of every caller; it reads back without one.
+      const { caller: _caller, ...everyone } = controlEvent({
+        tool: 'delete_account',
+        reason: 'incident 42',
+      });
+      expect(await store.appendControlEvent(everyone)).toBe(true);
+      const enabled = controlEvent({ action: 'enable', reason: 'fixed' });
+      expect(await store.appendControlEvent(enabled)).toBe(true);
+
+      const all = await store.controlEvents();
+      expect(all.map(({ recordedAt: _recordedAt, ...event }) => event)).toEqual([
+        disabled,
+        refused,
+        everyone,
+        enabled,
+      ]);
+      for (const { recordedAt } of all) {
+        expect(recordedAt).toMatch(isoInstant);
+        expect(Date.parse(recordedAt)).toBeGreaterThanOrEqual(startedAt - 1_000);
+        expect(Date.parse(recordedAt)).toBeLessThanOrEqual(Date.now() + 1_000);
+      }
+      expect('caller' in all[2]!).toBe(false);
+      expect(JSON.stringify(all[2]!)).toBe(JSON.stringify({ ...everyone, recordedAt: all[2]!.recordedAt }));
+      expect(await store.controlEvents({})).toEqual(all);
+
+      const ofTool = async (tool: string) =>
+        (await store.controlEvents({ tool })).map(({ recordedAt: _recordedAt, ...event }) => event);
+      expect(await ofTool('refund_order')).toEqual([disabled, refused, enabled]);
+      expect(await ofTool('delete_account')).toEqual([everyone]);
+      expect(await ofTool('get_order')).toEqual([]);
+    });
+
     it('refuses an UPDATE or a DELETE issued directly against the database, on every table', async () => {
       const { store, backing } = await fresh();
       const record = auditRecord();
       const attempt = decisionAttempt({ callId: record.callId });
       const event = registryEvent();
       const sent = delivery({ callId: record.callId });
+      const change = controlEvent();
       await store.append(record);
       await store.appendDecisionAttempt(attempt);
       await store.appendRegistryEvent(event);
       await store.appendNotificationDelivery(sent);
+      await store.appendControlEvent(change);
 
       const statements = [
         "UPDATE audit_records SET code = 'OK', record = '{}'",
@@ -370,6 +434,9 @@ export function describeAuditStoreContract(input: {
         'DELETE FROM registry_events',
         "UPDATE notification_deliveries SET delivery = '{}'",
         'DELETE FROM notification_deliveries',
+        "UPDATE control_events SET outcome = 'SIGNATURE_INVALID'",
+        "UPDATE control_events SET event = '{}'",
+        'DELETE FROM control_events',
       ];
       for (const statement of statements) {
         await expect(backing.execute(statement), statement).rejects.toThrow(/append-only/);
@@ -378,6 +445,7 @@ export function describeAuditStoreContract(input: {
       expect(await store.decisionAttemptsOf(record.callId)).toMatchObject([attempt]);
       expect(await store.registryEvents()).toMatchObject([event]);
       expect(await store.notificationDeliveriesOf(record.callId)).toMatchObject([sent]);
+      expect(await store.controlEvents()).toMatchObject([change]);
     });
 
     it("shares one database between two workers: each sees the other's records, and a record both append is written once", async () => {
@@ -397,18 +465,21 @@ export function describeAuditStoreContract(input: {
       const attempt = decisionAttempt();
       const event = registryEvent();
       const sent = delivery();
+      const change = controlEvent();
       const written = await Promise.all(
         [first, second].flatMap((store) => [
           store.appendDecisionAttempt(attempt),
           store.appendRegistryEvent(event),
           store.appendNotificationDelivery(sent),
+          store.appendControlEvent(change),
         ]),
       );
-      expect(written.filter(Boolean)).toHaveLength(3);
+      expect(written.filter(Boolean)).toHaveLength(4);
       for (const each of records) expect(await first.recordsOf(each.callId)).toEqual([each]);
       expect(await first.decisionAttemptsOf(attempt.callId)).toHaveLength(1);
       expect(await second.registryEvents()).toHaveLength(1);
       expect(await second.notificationDeliveriesOf(sent.callId)).toHaveLength(1);
+      expect(await first.controlEvents()).toHaveLength(1);
       expect(await second.recent({ limit: 100 })).toHaveLength(records.length + 1);
     });
 
@@ -426,6 +497,33 @@ export function describeAuditStoreContract(input: {
       await later.close();
       await expect(later.close()).resolves.toBeUndefined();
       expect(await first!.recordsOf(record.callId)).toEqual([record]);
+    });
+
+    it('upgrades a database made before control events: the next open creates their table and guards, and keeps every row', async () => {
+      const { store: earlier, backing, another } = await fresh();
+      const record = auditRecord();
+      const event = registryEvent();
+      await earlier.append(record);
+      await earlier.appendRegistryEvent(event);
+      await earlier.close();
+      // What an earlier version left: the four other tables, no control_events (nor its guards).
+      await backing.execute('DROP TABLE control_events');
+
+      const store = await another();
+      expect(await store.recordsOf(record.callId)).toEqual([record]);
+      expect(await store.registryEvents()).toMatchObject([event]);
+      expect(await store.controlEvents()).toEqual([]);
+      const change = controlEvent();
+      expect(await store.appendControlEvent(change)).toBe(true);
+      expect(await store.appendControlEvent(change)).toBe(false);
+      for (const statement of ["UPDATE control_events SET event = '{}'", 'DELETE FROM control_events']) {
+        await expect(backing.execute(statement), statement).rejects.toThrow(/append-only/);
+      }
+      expect(await store.controlEvents({ tool: change.tool })).toMatchObject([change]);
+      // And the next start finds it all in place.
+      const later = await another();
+      expect(await later.controlEvents()).toMatchObject([change]);
+      expect(await later.appendControlEvent(change)).toBe(false);
     });
   });
 }

@@ -13,7 +13,7 @@ import type { StartedPostgres } from '../../src/dev/postgres';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import type { AuditStoreBacking } from './audit-store-contract';
-import { auditRecord, describeAuditStoreContract } from './audit-store-contract';
+import { auditRecord, controlEvent, describeAuditStoreContract } from './audit-store-contract';
 
 // A real PostgreSQL server for this file alone, on loopback; each test gets a database of its own.
 const directory = mkdtempSync(join(tmpdir(), 'toolgate-postgres-audit-'));
@@ -88,6 +88,7 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
         'decision_attempts',
         'registry_events',
         'notification_deliveries',
+        'control_events',
       ]) {
         await expect(raw.query(`TRUNCATE ${table}`)).rejects.toThrow(/append-only/);
       }
@@ -150,10 +151,14 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
 
       const store = await openPostgresAuditStore({ url: as(writer) });
       const record = auditRecord();
+      const change = controlEvent();
       try {
         expect(await store.append(record)).toBe(true);
         expect(await store.append(record)).toBe(false);
         expect(await store.recordsOf(record.callId)).toEqual([record]);
+        expect(await store.appendControlEvent(change)).toBe(true);
+        expect(await store.appendControlEvent(change)).toBe(false);
+        expect(await store.controlEvents()).toMatchObject([change]);
       } finally {
         await store.close();
       }
@@ -162,6 +167,10 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
       try {
         await expect(app.query('DELETE FROM audit_records')).rejects.toThrow(/permission denied/);
         await expect(app.query('UPDATE registry_events SET event = event')).rejects.toThrow(
+          /permission denied/,
+        );
+        await expect(app.query('DELETE FROM control_events')).rejects.toThrow(/permission denied/);
+        await expect(app.query('UPDATE control_events SET event = event')).rejects.toThrow(
           /permission denied/,
         );
         await expect(
@@ -174,7 +183,92 @@ describe('the PostgreSQL audit store, beyond the shared contract', () => {
         expect((await app.query('SELECT count(*)::int AS n FROM audit_records')).rows).toEqual([{ n: 1 }]);
         const { rows } = await app.query<{ owner: string }>(
           'SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relname = ANY($1)',
-          [['audit_records', 'decision_attempts', 'registry_events', 'notification_deliveries']],
+          [
+            [
+              'audit_records',
+              'decision_attempts',
+              'registry_events',
+              'notification_deliveries',
+              'control_events',
+            ],
+          ],
+        );
+        expect(rows).toEqual([{ owner }]);
+      } finally {
+        await app.end();
+      }
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      await superuser.end();
+    }
+  });
+
+  it('upgrades a database an earlier `toolgate audit init` set up: the writer cannot make control_events, the next init does', async () => {
+    if (!postgres) throw new Error('PostgreSQL did not start');
+    const suffix = `${process.pid}_${++databases}`;
+    const [owner, writer, database] = [
+      `audit_owner_${suffix}`,
+      `audit_app_${suffix}`,
+      `audit_upgrade_${suffix}`,
+    ];
+    const superuser = new Client({ connectionString: postgres.urlOf('postgres') });
+    await superuser.connect();
+    const saved = {
+      TOOLGATE_AUDIT_OWNER_URL: process.env.TOOLGATE_AUDIT_OWNER_URL,
+      TOOLGATE_AUDIT_URL: process.env.TOOLGATE_AUDIT_URL,
+    };
+    const as = (role: string) => postgres!.urlOf(database).replace(/\/\/[^@]+@/, `//${role}:${role}-secret@`);
+    try {
+      await superuser.query(`CREATE ROLE ${owner} LOGIN PASSWORD '${owner}-secret'`);
+      await superuser.query(`CREATE ROLE ${writer} LOGIN PASSWORD '${writer}-secret'`);
+      await superuser.query(`CREATE DATABASE ${database} OWNER ${owner}`);
+      process.env.TOOLGATE_AUDIT_OWNER_URL = as(owner);
+      process.env.TOOLGATE_AUDIT_URL = as(writer);
+      expect((await runCliCapturing(['audit', 'init'])).code).toBe(0);
+      const record = auditRecord();
+      const before = await openPostgresAuditStore({ url: as(writer) });
+      try {
+        expect(await before.append(record)).toBe(true);
+      } finally {
+        await before.close();
+      }
+      // What an earlier version's init left: four tables and their guards, granted; no control_events.
+      const asOwner = new Client({ connectionString: as(owner) });
+      await asOwner.connect();
+      try {
+        await asOwner.query('DROP TABLE control_events');
+      } finally {
+        await asOwner.end();
+      }
+
+      // The writer may not create a table nor a guard: it cannot open until the owner upgrades.
+      await expect(openPostgresAuditStore({ url: as(writer) })).rejects.toThrow(
+        /permission denied|must be owner/,
+      );
+      const done = await runCliCapturing(['audit', 'init']);
+      expect([done.code, done.error]).toEqual([0, '']);
+
+      const store = await openPostgresAuditStore({ url: as(writer) });
+      const change = controlEvent();
+      try {
+        expect(await store.recordsOf(record.callId)).toEqual([record]);
+        expect(await store.appendControlEvent(change)).toBe(true);
+        expect(await store.controlEvents({ tool: change.tool })).toMatchObject([change]);
+      } finally {
+        await store.close();
+      }
+      const app = new Client({ connectionString: as(writer) });
+      await app.connect();
+      try {
+        await expect(app.query('DELETE FROM control_events')).rejects.toThrow(/permission denied/);
+        await expect(
+          app.query('ALTER TABLE control_events DISABLE TRIGGER control_events_no_update_or_delete'),
+        ).rejects.toThrow(/must be owner/);
+        const { rows } = await app.query<{ owner: string }>(
+          "SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relname = 'control_events'",
         );
         expect(rows).toEqual([{ owner }]);
       } finally {
