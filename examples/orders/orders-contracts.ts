@@ -71,6 +71,8 @@ export const refundOrderContract = defineToolContract({
   summarize: (args) => `refund ${args.amount_cents} ${args.currency} on ${args.order_id}`,
   // A refund's credential covers this one order only.
   resource: (args) => `order:${args.order_id}`,
+  // What a refund moves, in cents: the policy's amount limits count it across sessions.
+  amount: (args) => args.amount_cents,
   // A small, a boundary and a large refund: the snapshot records the risk of each, so a change to the
   // risk function that lowers one (critical to irreversible) fails `toolgate contract check`.
   examples: [

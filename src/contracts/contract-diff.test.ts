@@ -413,6 +413,61 @@ describe('breaking changes: the check fails and says what changed, where', () =>
     expect(change.message).toContain('"amount_cents":25000');
   });
 
+  it("an amount lowered on one of the tool's examples: the amount limits count less", () => {
+    const cents = {
+      examples: refundExamples,
+      amount: (args: Record<string, unknown>) => args.amount_cents as number,
+    };
+    const after = refundTool({
+      examples: refundExamples,
+      amount: (args) => Math.min(args.amount_cents as number, 10_000),
+    });
+    const change = onlyChange(after, refundTool(cents));
+    expect(change).toMatchObject({
+      verdict: 'breaking',
+      kind: 'AMOUNT_LOWERED',
+      path: 'examples[1]',
+      aspect: 'amount',
+      before: 25_000,
+      after: 10_000,
+    });
+    expect(change.message).toContain('"amount_cents":25000');
+  });
+
+  it('an amount function removed: every example is no longer counted, a breaking change', () => {
+    const cents = {
+      examples: refundExamples,
+      amount: (args: Record<string, unknown>) => args.amount_cents as number,
+    };
+    const { changes } = diff([refundTool(cents)], [refundTool({ examples: refundExamples })]);
+    expect(
+      changes.map(({ verdict, kind, path, before, after }) => ({ verdict, kind, path, before, after })),
+    ).toEqual([
+      { verdict: 'breaking', kind: 'AMOUNT_LOWERED', path: 'examples[0]', before: 2590, after: undefined },
+      { verdict: 'breaking', kind: 'AMOUNT_LOWERED', path: 'examples[1]', before: 25_000, after: undefined },
+    ]);
+    expect(changes[0]!.message).toContain('no longer counted');
+  });
+
+  it('an amount function added or raising an amount: limits only get stricter, a compatible change', () => {
+    const cents = {
+      examples: refundExamples,
+      amount: (args: Record<string, unknown>) => args.amount_cents as number,
+    };
+    const added = diff([refundTool({ examples: refundExamples })], [refundTool(cents)]);
+    expect(added.ok).toBe(true);
+    expect(added.changes.map(({ verdict, kind, after }) => ({ verdict, kind, after }))).toEqual([
+      { verdict: 'compatible', kind: 'AMOUNT_RAISED', after: 2590 },
+      { verdict: 'compatible', kind: 'AMOUNT_RAISED', after: 25_000 },
+    ]);
+    expect(added.changes[0]!.message).toContain('now counted (2590)');
+    const doubled = refundTool({ ...cents, amount: (args) => (args.amount_cents as number) * 2 });
+    expect(diff([refundTool(cents)], [doubled]).changes.map(({ verdict, kind }) => [verdict, kind])).toEqual([
+      ['compatible', 'AMOUNT_RAISED'],
+      ['compatible', 'AMOUNT_RAISED'],
+    ]);
+  });
+
   it('the effect lowered from write to read', () => {
     const after = refundTool({ effect: 'read', risk: undefined, examples: refundExamples });
     const { changes } = diff([refundTool({ examples: refundExamples })], [after]);

@@ -8,7 +8,13 @@
 import { canonicalJson } from '../shared/canonical-json';
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
-import type { ContractSnapshot, FieldContract, FieldMap, ToolSnapshot } from './contract-snapshot';
+import type {
+  ContractSnapshot,
+  ExampleObservation,
+  FieldContract,
+  FieldMap,
+  ToolSnapshot,
+} from './contract-snapshot';
 import {
   compareText,
   describedParts,
@@ -50,6 +56,8 @@ export const contractChangeKinds = [
   'EFFECT_RAISED',
   'RISK_LOWERED',
   'RISK_RAISED',
+  'AMOUNT_LOWERED',
+  'AMOUNT_RAISED',
   'EXAMPLE_REMOVED',
   'EXAMPLE_ADDED',
   'IDEMPOTENCY_FIELDS_CHANGED',
@@ -269,6 +277,8 @@ function diffExamples(input: { tool: string; before: ToolSnapshot; after: ToolSn
       });
       continue;
     }
+    const amountChange = diffAmount({ tool, key, index, before: old.example, after: example });
+    if (amountChange) changes.push(amountChange);
     if (old.example.risk === example.risk) continue;
     const lowered = riskRank(example.risk) < riskRank(old.example.risk);
     changes.push({
@@ -296,6 +306,53 @@ function diffExamples(input: { tool: string; before: ToolSnapshot; after: ToolSn
     });
   }
   return changes;
+}
+
+/**
+ * The amount the tool's amount function gives one example, before and after (absent when the tool
+ * declares none). The policy's amount limits count it across sessions: a lower amount, or none, lets
+ * calls through that a limit stopped (breaking, as a lowered risk level); a higher one, or a new
+ * amount function, only makes limits stricter.
+ */
+function diffAmount(input: {
+  tool: string;
+  key: string;
+  index: number;
+  before: ExampleObservation;
+  after: ExampleObservation;
+}): ContractChange | undefined {
+  const { tool, key, index } = input;
+  const before = input.before.amount;
+  const after = input.after.amount;
+  if (before === after) return undefined;
+  const lowered = after === undefined || (before !== undefined && after < before);
+  const change = {
+    verdict: lowered ? 'breaking' : 'compatible',
+    kind: lowered ? 'AMOUNT_LOWERED' : 'AMOUNT_RAISED',
+    tool,
+    path: `examples[${index}]`,
+    aspect: 'amount',
+    ...(before === undefined ? {} : { before }),
+    ...(after === undefined ? {} : { after }),
+  } as const;
+  if (after === undefined) {
+    return {
+      ...change,
+      message: `amount of example ${key} no longer counted: the tool declares no amount, so the policy's amount limits stop counting calls like it`,
+    };
+  }
+  if (before === undefined) {
+    return {
+      ...change,
+      message: `amount of example ${key} now counted (${after}): the policy's amount limits count calls like it`,
+    };
+  }
+  return {
+    ...change,
+    message: lowered
+      ? `amount of example ${key} lowered: the policy's amount limits now count less for calls like it (${before} → ${after})`
+      : `amount of example ${key} raised: the policy's amount limits now count more for calls like it (${before} → ${after})`,
+  };
 }
 
 function riskChange(before: RiskLevel, after: RiskLevel): string {

@@ -109,6 +109,14 @@ describe('snapshotContracts', () => {
     ]);
   });
 
+  it('records the amount of every example of a tool that declares one, and none for the others', () => {
+    const [read, refund] = snapshotContracts({ tools: ordersContracts }).tools;
+    expect(refund!.examples.map((example) => example.amount)).toEqual([2590, 10_000, 25_000]);
+    expect(read!.examples.every((example) => !('amount' in example))).toBe(true);
+    const withoutAmount = snapshotContracts({ tools: [refundWith({})] }).tools[0]!;
+    expect(withoutAmount.examples.every((example) => !('amount' in example))).toBe(true);
+  });
+
   it('sorts tools by name and takes the date and the selection record it is given', () => {
     const snapshot = snapshotContracts({
       tools: [shipTool, ...ordersContracts],

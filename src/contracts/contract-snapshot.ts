@@ -80,6 +80,11 @@ export type FieldMap = Record<string, FieldContract>;
 export interface ExampleObservation {
   arguments: Record<string, unknown>;
   risk: RiskLevel;
+  /**
+   * What the tool's amount function gave them (in its smallest unit), counted by the policy's amount
+   * limits; absent when the tool declares no amount.
+   */
+  amount?: number;
 }
 
 /** Everything the snapshot records about one tool. */
@@ -98,7 +103,7 @@ export interface ToolSnapshot {
   idempotencyFields?: string[];
   input: FieldMap;
   output: FieldMap;
-  /** The risk function on the tool's examples, in the order the tool declares them. */
+  /** The risk (and amount) function on the tool's examples, in the order the tool declares them. */
   examples: ExampleObservation[];
 }
 
@@ -115,9 +120,10 @@ export interface ContractSnapshot {
 
 /**
  * Takes a snapshot of the tools' contracts: per tool, the normalised input and output schemas, the
- * fingerprints, the effect, the domain codes, the idempotency fields and the risk level of each of
- * its examples. Pure and deterministic but for `createdAt` (passed in, else now). A risk function
- * that throws on an example throws a `ToolDefinitionError` naming the tool and the example.
+ * fingerprints, the effect, the domain codes, the idempotency fields and the risk level (and the
+ * amount, when the tool declares one) of each of its examples. Pure and deterministic but for
+ * `createdAt` (passed in, else now). A risk or amount function that throws on an example throws a
+ * `ToolDefinitionError` naming the tool and the example.
  */
 export function snapshotContracts(input: {
   tools: readonly AnyToolContract[];
@@ -189,11 +195,12 @@ function observe(input: { contract: AnyToolContract; example: unknown; index: nu
     return {
       arguments: JSON.parse(canonicalJson(example)) as Record<string, unknown>,
       risk: contract.risk({ args }),
+      ...(contract.amount ? { amount: contract.amount(args) } : {}),
     };
   } catch (error) {
     throw new ToolDefinitionError(
       `tool "${contract.name}": examples[${index}] could not be classified (${(error as Error).message}); ` +
-        'fix the example or the risk function',
+        `fix the example or the risk${contract.amount ? ' or amount' : ''} function`,
     );
   }
 }
@@ -575,7 +582,13 @@ const snapshotSchema = z.object({
       idempotencyFields: z.array(z.string()).optional(),
       input: fieldMapSchema,
       output: fieldMapSchema,
-      examples: z.array(z.object({ arguments: z.record(z.string(), z.unknown()), risk: z.enum(riskLevels) })),
+      examples: z.array(
+        z.object({
+          arguments: z.record(z.string(), z.unknown()),
+          risk: z.enum(riskLevels),
+          amount: z.number().optional(),
+        }),
+      ),
     }),
   ),
 });

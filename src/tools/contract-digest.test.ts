@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contractDigestOf } from './contract-digest';
+import { digestOf } from '../shared/canonical-json';
+import { contractDigestInputOf, contractDigestOf } from './contract-digest';
 import { defineToolContract } from './define-tool';
 import type { RiskLevel } from './risk-levels';
 import { markUnrepresentable, zodTypeKeyword } from './unrepresentable-types';
+import { getOrderContract } from '../../examples/orders/orders-contracts';
 
 /** A refund contract with what a deploy may change; every default is the same from one call to the next. */
 function refund(
@@ -17,6 +19,7 @@ function refund(
     idempotencyFields?: readonly ('order_id' | 'amount_cents' | 'reason')[];
     summarize?: (args: { order_id: string; amount_cents: number }) => string;
     resource?: (args: { order_id: string }) => string;
+    amount?: (args: { amount_cents: number }) => number;
   } = {},
 ) {
   const fields = {
@@ -41,6 +44,7 @@ function refund(
     idempotencyFields: [...(changes.idempotencyFields ?? ['order_id', 'amount_cents'])],
     summarize: changes.summarize ?? ((args) => `refund ${args.amount_cents} on ${args.order_id}`),
     resource: changes.resource ?? ((args) => `order:${args.order_id}`),
+    ...(changes.amount ? { amount: changes.amount } : {}),
     examples: [
       { order_id: 'ORD-1001', amount_cents: 2590, reason: 'damaged' },
       { order_id: 'ORD-1002', amount_cents: 8_000, reason: 'damaged' },
@@ -100,6 +104,51 @@ describe('the contract digest an approval binds', () => {
   ])('changes with %s: what would run is another thing', (_change, changes) => {
     const contract = refund(changes);
     expect(contractDigestOf({ contract })).not.toBe(before);
+  });
+});
+
+describe('the amount function', () => {
+  const cents = (args: { amount_cents: number }): number => args.amount_cents;
+
+  it('leaves the digest of a tool that declares none exactly as it was before amounts existed', () => {
+    // Canonical JSON of the same keys is the same bytes: no key for an amount, none set to undefined.
+    for (const contract of [refund(), getOrderContract]) {
+      const digested = contractDigestInputOf(contract);
+      expect(Object.keys(digested).sort()).toEqual([
+        'domainCodes',
+        'effect',
+        'functions',
+        'idempotencyFields',
+        'input',
+        'name',
+        'output',
+        'riskOfExamples',
+      ]);
+      expect(Object.keys(digested.functions as object).sort()).toEqual(['resource', 'risk', 'summarize']);
+      expect(contractDigestOf({ contract })).toBe(digestOf(digested));
+    }
+    expect(contractDigestOf({ contract: refund() })).toBe(before);
+  });
+
+  it('covers its source and what it gives each example when declared', () => {
+    const digested = contractDigestInputOf(refund({ amount: cents }));
+    expect(digested.functions).toMatchObject({ amount: cents.toString() });
+    expect(digested.amountOfExamples).toEqual([2590, 8_000, 25_000]);
+  });
+
+  it('changes the digest when declared, and when its source or what it gives an example changes', () => {
+    const declared = contractDigestOf({ contract: refund({ amount: cents }) });
+    expect(declared).not.toBe(before);
+    expect(contractDigestOf({ contract: refund({ amount: cents }) })).toBe(declared);
+    const doubled = contractDigestOf({ contract: refund({ amount: (args) => args.amount_cents * 2 }) });
+    const constant = contractDigestOf({ contract: refund({ amount: () => 0 }) });
+    expect(new Set([before, declared, doubled, constant]).size).toBe(4);
+  });
+
+  it('binds what it gives the examples, so a factor it closes over shows', () => {
+    const scaled = (factor: number) =>
+      contractDigestOf({ contract: refund({ amount: (args) => args.amount_cents * factor }) });
+    expect(scaled(1)).not.toBe(scaled(100));
   });
 });
 

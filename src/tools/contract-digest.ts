@@ -17,6 +17,10 @@ import { markUnrepresentable } from './unrepresentable-types';
  * "reversible"); the digest takes the author's source (`authoredRiskSourceOf`), and the level it gives
  * each of the contract's own `examples`, so a moved threshold shows even when it is a constant the
  * function closes over.
+ *
+ * The amount function (a write's, counted by the policy's amount limits), when the tool declares one:
+ * its source and the amount it gives each example, for the same reason. A tool that declares none is
+ * digested exactly as before amounts existed (no key for it at all), so its digest never moved.
  */
 
 // Keywords that change no validation: a model reads them, a call never runs differently for them.
@@ -48,7 +52,17 @@ export function contractDigestOf(input: { contract: AnyToolContract }): string {
   const { contract } = input;
   const known = digests.get(contract);
   if (known !== undefined) return known;
-  const digest = digestOf({
+  const digest = digestOf(contractDigestInputOf(contract));
+  digests.set(contract, digest);
+  return digest;
+}
+
+/**
+ * What `contractDigestOf` hashes (as canonical JSON): exported so a test can see which keys a tool's
+ * digest covers, e.g. that a tool without an amount function has no key for one.
+ */
+export function contractDigestInputOf(contract: AnyToolContract): Record<string, unknown> {
+  return {
     name: contract.name,
     // A type JSON Schema cannot express (a date, a transform's result) is a marker naming it, not `{}`:
     // a change from or to one moves the digest, and a schema without one is written as it always was.
@@ -65,11 +79,11 @@ export function contractDigestOf(input: { contract: AnyToolContract }): string {
       risk: authoredRiskSourceOf(contract) ?? contract.risk.toString(),
       resource: contract.resource.toString(),
       summarize: contract.summarize.toString(),
+      ...(contract.amount ? { amount: contract.amount.toString() } : {}),
     },
     riskOfExamples: riskOfExamples(contract),
-  });
-  digests.set(contract, digest);
-  return digest;
+    ...(contract.amount ? { amountOfExamples: amountOfExamples(contract, contract.amount) } : {}),
+  };
 }
 
 /** The level the risk function gives each of the contract's examples, in order (none declared: empty). */
@@ -81,6 +95,22 @@ function riskOfExamples(contract: AnyToolContract): string[] {
       return contract.risk({ args: parsed.data });
     } catch {
       return '(risk function threw)';
+    }
+  });
+}
+
+/** The amount the amount function gives each of the contract's examples, in order (as the risk levels). */
+function amountOfExamples(
+  contract: AnyToolContract,
+  amount: NonNullable<AnyToolContract['amount']>,
+): (number | string)[] {
+  return (contract.examples ?? []).map((example) => {
+    const parsed = contract.input.safeParse(example);
+    if (!parsed.success) return '(invalid example)';
+    try {
+      return amount(parsed.data);
+    } catch {
+      return '(amount function threw)';
     }
   });
 }

@@ -77,6 +77,104 @@ describe('risk classification', () => {
   });
 });
 
+describe("a write's amount, counted by the policy's amount limits", () => {
+  const transfer = {
+    name: 'transfer_funds',
+    description: 'Moves money between two accounts of the same customer, in cents.',
+    input: z.strictObject({
+      account: z.string().describe('The account the money leaves.'),
+      amount_cents: z.number().nonnegative().describe('How much, in cents.'),
+    }),
+    output: z.strictObject({ transfer_id: z.string() }),
+    effect: 'write' as const,
+    risk: () => 'irreversible' as const,
+    examples: [
+      { account: 'ACC-1', amount_cents: 2590 },
+      { account: 'ACC-2', amount_cents: 0 },
+    ],
+  };
+
+  it('is kept on a write that declares it, as the author wrote it, and given the validated arguments', () => {
+    const amount = (args: { amount_cents: number }): number => args.amount_cents;
+    const contract = defineToolContract({ ...transfer, amount });
+    expect(contract.amount).toBe(amount);
+    expect(contract.amount?.({ account: 'ACC-1', amount_cents: 700 })).toBe(700);
+    expect(Object.isFrozen(contract)).toBe(true);
+  });
+
+  it('is absent when the tool declares none', () => {
+    expect('amount' in defineToolContract(transfer)).toBe(false);
+    expect('amount' in getOrderContract).toBe(false);
+  });
+
+  it("is the orders refund's amount in cents", () => {
+    const args = { order_id: 'ORD-1001', amount_cents: 2590, currency: 'BRL', reason: 'damaged' } as const;
+    expect(refundOrderContract.amount?.(args)).toBe(2590);
+  });
+
+  it.each([
+    [
+      'on a read: a read moves nothing',
+      { ...valid, amount: () => 0 },
+      'tool "read_thing": a read tool has no amount function: a read moves nothing',
+    ],
+    [
+      'that is not a function',
+      { ...transfer, amount: 2590 },
+      'tool "transfer_funds": amount must be a function of the validated arguments',
+    ],
+    [
+      'that gives an example a float',
+      { ...transfer, amount: (args: { amount_cents: number }) => args.amount_cents / 100 },
+      'tool "transfer_funds": amount gives examples[0] 25.9, which is not whole: amounts are whole numbers in the smallest unit',
+    ],
+    [
+      'that gives an example a negative amount',
+      { ...transfer, amount: (args: { amount_cents: number }) => -args.amount_cents },
+      'amount gives examples[0] -2590, which is negative',
+    ],
+    [
+      'that gives an example something other than a finite number',
+      { ...transfer, amount: (args: { amount_cents: number }) => (args.amount_cents ? Infinity : 0) },
+      'amount gives examples[0] Infinity, which is not a finite number',
+    ],
+    [
+      'that gives an example a string',
+      { ...transfer, amount: () => '2590' },
+      'amount gives examples[0] string, which is not a finite number',
+    ],
+    [
+      'that gives an example more than JavaScript counts exactly',
+      { ...transfer, amount: () => 2 ** 60 },
+      'which is beyond the safe integers',
+    ],
+    [
+      'that throws on an example',
+      {
+        ...transfer,
+        amount: () => {
+          throw new Error('no amount today');
+        },
+      },
+      'amount threw on examples[0] (no amount today)',
+    ],
+  ])('is refused at definition time %s, saying what to fix', (_case, definition, expected) => {
+    const define = () => defineToolContract(definition as Parameters<typeof defineToolContract>[0]);
+    expect(define).toThrow(ToolDefinitionError);
+    expect(define).toThrow(expected);
+  });
+
+  it('is checked on every example, the second included', () => {
+    const define = () =>
+      defineToolContract({
+        ...transfer,
+        examples: [...transfer.examples, { account: 'ACC-3', amount_cents: 0.5 }],
+        amount: (args) => args.amount_cents,
+      });
+    expect(define).toThrow('amount gives examples[2] 0.5, which is not whole');
+  });
+});
+
 describe('definitions for the model', () => {
   it('are generated from the very schema that validates', () => {
     const registry = createToolRegistry({ tools: ordersContracts });

@@ -59,6 +59,11 @@ export interface ToolContract<
   /** What a write's credential may touch, e.g. `order:ORD-1001` (default: the tool's name). */
   readonly resource: (args: z.output<Input>) => string;
   /**
+   * For a write, when declared: the amount this call moves, in the tool's smallest unit (e.g. cents),
+   * counted by the policy's amount limits across sessions. Absent when the tool declares none.
+   */
+  readonly amount?: (args: z.output<Input>) => number;
+  /**
    * Arguments as a model would send them, each checked against the input schema at definition time:
    * the contract snapshot records the risk level the tool gives each one, so a lowered level shows.
    */
@@ -81,6 +86,12 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
   summarize?: (args: z.output<Input>) => string;
   retry?: Partial<ExecutionRetry>;
   resource?: (args: z.output<Input>) => string;
+  /**
+   * A write only: the amount this call moves, in the tool's smallest unit (e.g. cents), counted by the
+   * policy's amount limits across sessions (e.g. `(args) => args.amount_cents`). A whole number, 0 or
+   * more; checked on each of the `examples` at definition time.
+   */
+  amount?: (args: z.output<Input>) => number;
   /** Arguments as a model would send them (e.g. a small and a large refund); each must pass the input schema. */
   examples?: readonly z.input<Input>[];
 }
@@ -144,6 +155,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     }
   }
   const examples = checkExamples({ definition, fail });
+  checkAmount({ definition, fail });
   const risk = definition.risk;
   const name = definition.name;
   const wrappedRisk = (riskInput: RiskInput<z.output<Input>>): RiskLevel => {
@@ -164,6 +176,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     ...(definition.idempotencyFields ? { idempotencyFields: [...definition.idempotencyFields] } : {}),
     summarize: definition.summarize ?? ((): string => name),
     resource: definition.resource ?? ((): string => name),
+    ...(definition.amount ? { amount: definition.amount } : {}),
     ...(definition.retry ? { retry: { ...definition.retry } } : {}),
     ...(examples ? { examples } : {}),
   });
@@ -205,6 +218,56 @@ function checkExamples<Input extends ToolInputSchema>(input: {
     return structuredClone(example);
   });
   return Object.freeze(examples) as readonly z.input<Input>[];
+}
+
+/**
+ * The amount function's rules: a function, on a write only, and on each example (already checked
+ * against the input schema) a whole number of the smallest unit, 0 or more, that JavaScript counts
+ * exactly (a safe integer), so the limits never add up a float or a negative refund.
+ */
+function checkAmount<Input extends ToolInputSchema>(input: {
+  definition: {
+    input: Input;
+    effect: EffectKind;
+    amount?: (args: z.output<Input>) => number;
+    examples?: readonly z.input<Input>[];
+  };
+  fail: (problem: string) => never;
+}): void {
+  const { definition, fail } = input;
+  const amount = definition.amount;
+  if (amount === undefined) return;
+  if (definition.effect === 'read') {
+    fail('a read tool has no amount function: a read moves nothing; remove `amount`');
+  }
+  if (typeof amount !== 'function') {
+    fail('amount must be a function of the validated arguments, e.g. (args) => args.amount_cents');
+  }
+  (definition.examples ?? []).forEach((example, index) => {
+    const args = definition.input.parse(example);
+    let value: unknown;
+    try {
+      value = amount(args);
+    } catch (error) {
+      fail(`amount threw on examples[${index}] (${(error as Error).message}); fix the amount function`);
+    }
+    const problem =
+      typeof value !== 'number' || !Number.isFinite(value)
+        ? 'is not a finite number'
+        : !Number.isInteger(value)
+          ? 'is not whole: amounts are whole numbers in the smallest unit (25.90 is 2590 cents)'
+          : value < 0
+            ? 'is negative: an amount is what the call moves, 0 or more'
+            : !Number.isSafeInteger(value)
+              ? 'is beyond the safe integers: limits could not add it up exactly'
+              : undefined;
+    if (problem) {
+      fail(
+        `amount gives examples[${index}] ${typeof value === 'number' ? String(value) : typeof value}, which ` +
+          `${problem}; return the amount in the tool's smallest unit, e.g. (args) => args.amount_cents`,
+      );
+    }
+  });
 }
 
 function checkFields(input: {

@@ -38,6 +38,8 @@ function refundContract(
     idempotencyFields: ['order_id', 'amount_cents', 'currency'],
     summarize: refundOrderContract.summarize,
     resource: refundOrderContract.resource,
+    // The same amount function: a deploy that dropped it would change the digest (and the limits).
+    ...(refundOrderContract.amount ? { amount: refundOrderContract.amount } : {}),
     ...(refundOrderContract.examples && !changes.withoutExamples
       ? { examples: refundOrderContract.examples }
       : {}),
