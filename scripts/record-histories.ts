@@ -13,10 +13,14 @@ import {
   defineToolContract,
   enrolApproverKey,
   inviteApprover,
+  controlsWorkflowId,
+  quotaWorkflowId,
   sessionWorkflowId,
+  setToolSwitch,
 } from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { refundOrderContract } from '../examples/orders/orders-contracts';
+import { testPolicy } from '../test/support/test-policy';
 import { startHarness } from '../test/support/toolgate-harness';
 
 const projectRoot = resolve(__dirname, '..');
@@ -50,7 +54,14 @@ async function main(): Promise<void> {
     const connection = await Connection.connect({ address: server.address });
     await prepareNamespace({ connection, namespace: server.namespace });
     await connection.close();
-    const harness = await startHarness({ address: server.address });
+    // A deployment-wide limit on refunds, so the refunds' histories reserve (and a refused one releases).
+    const harness = await startHarness({
+      address: server.address,
+      policy: {
+        ...testPolicy,
+        quotas: [{ tool: 'refund_order', window: '24h', maxCalls: 1000, maxAmount: 10_000_000 }],
+      },
+    });
     try {
       const refunder = 'test-refunder';
       const record = async (name: string, callId: string, fileId = callId): Promise<void> => {
@@ -178,6 +189,53 @@ async function main(): Promise<void> {
       });
       await harness.client.result(expired.callId, { wait: true });
       await record('refund-approval-expired', expired.callId);
+      // Cancelled by its caller's harness while it waited; then one closed by the kill switch.
+      const cancelled = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 610 }),
+      });
+      await harness.client.cancel({ callId: cancelled.callId, caller: 'support-bot', reason: 'withdrawn' });
+      await record('refund-cancelled', cancelled.callId);
+      const switchedOff = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 620 }),
+      });
+      for (let listed = false; !listed;) {
+        for await (const _ of harness.temporal.workflow.list({
+          query: `WorkflowId = '${switchedOff.callId}' AND ApprovalState = 'pending'`,
+        }))
+          listed = true;
+      }
+      const flip = (action: 'disable' | 'enable') =>
+        setToolSwitch({
+          client: harness.temporal,
+          taskQueue: harness.taskQueue,
+          action,
+          tool: 'refund_order',
+          operator: 'olivia',
+          operatorKey: harness.operatorKey('olivia'),
+          reason: 'recording',
+        });
+      await flip('disable');
+      await harness.client.result(switchedOff.callId, { wait: true });
+      await record('refund-tool-disabled', switchedOff.callId);
+      await flip('enable');
+      // The kill switch's and the refund limit's own workflows, under the default queue's ids.
+      // File names keep to letters, digits, - and _ (a workflow id's colons are not portable in a file name).
+      await record('controls', controlsWorkflowId(harness.taskQueue), 'toolgate-controls');
+      const deploymentLimit = {
+        scope: 'deployment' as const,
+        tool: 'refund_order',
+        window: '24h',
+        windowMs: 24 * 60 * 60 * 1000,
+      };
+      await record(
+        'refund-limit-counter',
+        quotaWorkflowId({ taskQueue: harness.taskQueue, quota: deploymentLimit }),
+        'toolgate-quota-deployment-refund_order-24h',
+      );
       // A session that admitted, refused and counted outcomes (its newest run, after continue-as-new).
       const sessionId = harness.newSession();
       const ask = (orderId: string) =>

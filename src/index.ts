@@ -203,6 +203,8 @@ export { cancelCall } from './admin/cancel-call';
 export { listToolSwitches, setToolSwitch } from './admin/controls';
 export type { SwitchRefusal } from './admin/controls';
 export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './shared/controls';
+export { quotaUsageQuery, quotaWorkflowId } from './shared/quotas';
+export type { ApplicableQuota, QuotaUsage } from './shared/quotas';
 export type {
   ControlEvent,
   ControlsView,

@@ -12,6 +12,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import { createApproverKeyActivities } from './activities/approver-key-activities';
 import { createControlsActivities } from './activities/controls-activities';
+import { createQuotaActivities } from './activities/quota-activities';
 import { createNotificationActivities } from './activities/notification-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
@@ -109,6 +110,7 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       toolNames: options.tools.map((tool) => tool.contract.name),
       audit,
     }),
+    ...createQuotaActivities(),
     ...createNotificationActivities({
       audit,
       ...(options.notifications ? { notifications: options.notifications } : {}),

@@ -89,9 +89,17 @@ audit_store() {
   # `toolgate audit init` then leaves the writer INSERT and SELECT only.
   statements "$database" <<SQL
 REASSIGN OWNED BY "$writer" TO "$owner";
+ALTER ROLE "$writer" RESET ALL;
+ALTER ROLE "$writer" IN DATABASE "$database" RESET ALL;
 DO \$\$
 DECLARE item record;
 BEGIN
+  -- No schema where the processes' role (or anyone) could create a table of its own for its sessions
+  -- to write to instead of the guarded ones.
+  FOR item IN SELECT nspname FROM pg_namespace
+    WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' LOOP
+    EXECUTE format('REVOKE CREATE ON SCHEMA %I FROM PUBLIC, %I', item.nspname, '$writer');
+  END LOOP;
   FOR item IN SELECT c.oid::regclass AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND pg_get_userbyid(c.relowner) <> '$owner' LOOP
     EXECUTE format('ALTER TABLE %s OWNER TO %I', item.name, '$owner');

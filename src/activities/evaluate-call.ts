@@ -20,6 +20,7 @@ import {
   unknownToolMessage,
 } from '../shared/model-messages';
 import type { DisabledSwitch } from '../shared/controls';
+import type { ApplicableQuota } from '../shared/quotas';
 import { disabledData } from '../shared/controls';
 import { ownValue } from '../shared/own-records';
 import { deriveCallId, parseArguments } from '../shared/proposal';
@@ -166,6 +167,7 @@ export function evaluateCall(input: {
         verify: true,
       },
       retry: { ...context.retry, ...contract.retry },
+      ...quotasOf({ policy: context.policy, caller: proposal.caller, contract, args }),
       ...(verdict.needsApproval
         ? {
             approval: {
@@ -180,6 +182,27 @@ export function evaluateCall(input: {
         : {}),
     },
   };
+}
+
+/** The limits across sessions a call counts toward, and its amount when the tool declares one; nothing when none apply. */
+function quotasOf(input: {
+  policy: LoadedPolicy;
+  caller: string;
+  contract: AnyToolContract;
+  args: Record<string, unknown>;
+}): { quotas?: ApplicableQuota[]; amount?: number } {
+  const quotas = input.policy.quotasFor({ caller: input.caller, tool: input.contract.name });
+  if (quotas.length === 0) return {};
+  const amountOf = (input.contract as { amount?: (args: Record<string, unknown>) => number }).amount;
+  if (!amountOf) return { quotas };
+  const amount = amountOf(input.args);
+  // A broken amount function must not count as zero: the evaluation fails (INTERNAL_ERROR), nothing runs.
+  if (!Number.isSafeInteger(amount) || amount < 0) {
+    throw new Error(
+      `${input.contract.name}: its amount function gave ${String(amount)}, not a whole number ≥ 0`,
+    );
+  }
+  return { quotas, amount };
 }
 
 function summaryOf(input: { contract: AnyToolContract; args: Record<string, unknown> }): string {

@@ -229,7 +229,8 @@ function noticeFromState(input: {
         ? { ok: true, notice: { ...facts, ending } }
         : { ok: false, reason: `round ${notice.round} did not expire` };
     case 'approval-decided':
-      return ending?.state === 'approved' || ending?.state === 'denied'
+      // Cancelled (by the caller or an operator, or its tool turned off) ends it as surely as a decision.
+      return ending?.state === 'approved' || ending?.state === 'denied' || ending?.state === 'cancelled'
         ? { ok: true, notice: { ...facts, ending } }
         : { ok: false, reason: `round ${notice.round} was not decided` };
   }

@@ -307,6 +307,43 @@ export async function initPostgresAuditStore(input: {
           `the writer role "${writer}" is the owner of the audit tables, who can drop their guards: give the toolgate processes a role of their own`,
         );
       }
+      // A role that could still remove a guard, or make the processes write to tables of its own.
+      const { rows: powers } = await client.query<{
+        superuser: boolean;
+        member: boolean;
+        owns_database: boolean;
+        creates_in: string | null;
+        settings: string | null;
+      }>(
+        `SELECT r.rolsuper AS superuser,
+                pg_has_role($1, $2, 'MEMBER') AS member,
+                pg_has_role($1, d.datdba, 'MEMBER') AS owns_database,
+                (SELECT string_agg(n.nspname, ', ' ORDER BY n.nspname) FROM pg_namespace n
+                  WHERE n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'
+                    AND has_schema_privilege($1, n.oid, 'CREATE')) AS creates_in,
+                (SELECT string_agg(array_to_string(s.setconfig, ', '), '; ') FROM pg_db_role_setting s
+                  WHERE s.setrole = r.oid AND s.setdatabase IN (0, d.oid)) AS settings
+           FROM pg_roles r, pg_database d WHERE r.rolname = $1 AND d.datname = current_database()`,
+        [writer, owner],
+      );
+      const power = powers[0]!;
+      const problem = power.superuser
+        ? 'is a superuser'
+        : power.member
+          ? `is a member of the owner ${owner}`
+          : power.owns_database
+            ? 'owns the database (and so its public schema)'
+            : power.creates_in
+              ? `may create tables in schema(s) ${power.creates_in} (a table of its own could take the audit tables' place)`
+              : power.settings
+                ? `has settings of its own (${power.settings}), e.g. a search_path that leads its sessions elsewhere; reset them with ALTER ROLE ... RESET ALL`
+                : undefined;
+      if (problem !== undefined) {
+        throw new ConfigurationError(
+          `the writer role "${writer}" ${problem}: it could remove the audit store's guards or divert its records; ` +
+            'give the toolgate processes a role that may only connect, insert and read',
+        );
+      }
     }
     await client.query('BEGIN');
     for (const writer of input.writers) {

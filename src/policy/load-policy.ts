@@ -9,7 +9,8 @@ import { nameRecord, ownValue } from '../shared/own-records';
 import { unwrap } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
 import { defaultMaxApprovalWindow, maxApprovalWindowMs } from './approval-window';
-import type { CallerPolicy, PolicyFile } from './policy-schema';
+import type { ApplicableQuota } from '../shared/quotas';
+import type { CallerPolicy, PolicyFile, Quota } from './policy-schema';
 import { policyFileSchema } from './policy-schema';
 
 /** Something an operator configured is wrong; the message names the file, the field and the fix. */
@@ -47,6 +48,8 @@ export interface LoadedPolicy {
   /** Every approver by name; a record without a prototype. */
   readonly approvers: Readonly<Record<string, ApproverView>>;
   callerPolicy(caller: string): CallerPolicy | null;
+  /** The limits across sessions that count `caller`'s calls of `tool`: the deployment's, then the caller's. */
+  quotasFor(input: { caller: string; tool: string }): ApplicableQuota[];
   /** The snapshot a call of this caller records. */
   snapshotFor(caller: string): CallerPolicySnapshot;
 }
@@ -131,6 +134,28 @@ export function checkPolicy(input: {
       problems.push(`tools.${tool}: unknown tool; known tools: ${known.join(', ')}`);
   }
   problems.push(...windowsBeyondMaximum(file));
+  const quotaProblems = (field: string, quotas: readonly Quota[] | undefined, tools?: readonly string[]) =>
+    (quotas ?? []).forEach((quota, index) => {
+      const contract = input.registry.get(quota.tool);
+      const at = `${field}.${index}`;
+      if (!contract) {
+        problems.push(`${at}.tool: unknown tool "${quota.tool}"; known tools: ${known.join(', ')}`);
+        return;
+      }
+      if (tools && !tools.includes(quota.tool)) {
+        problems.push(`${at}.tool: "${quota.tool}" is not among this caller's tools`);
+      }
+      if (quota.maxAmount !== undefined && typeof (contract as { amount?: unknown }).amount !== 'function') {
+        problems.push(
+          `${at}.maxAmount: ${quota.tool} declares no amount function in its contract, so nothing can be counted; ` +
+            'declare `amount: (args) => ...` in the tool, or limit maxCalls only',
+        );
+      }
+    });
+  quotaProblems('quotas', file.quotas);
+  for (const [caller, policy] of Object.entries(file.callers)) {
+    quotaProblems(`callers.${caller}.quotas`, policy.quotas, policy.tools);
+  }
   const keyOf = (field: string, reference: string, fix: string): string => {
     const inline = /^ed25519:([0-9a-f]{64})$/i.exec(reference);
     if (inline?.[1]) return inline[1].toLowerCase();
@@ -189,6 +214,24 @@ export function checkPolicy(input: {
     operators,
     approvers,
     callerPolicy: (caller) => ownValue(file.callers, caller) ?? null,
+    quotasFor: ({ caller, tool }) => {
+      const applicable = (scope: ApplicableQuota['scope'], quotas: readonly Quota[] | undefined) =>
+        (quotas ?? [])
+          .filter((quota) => quota.tool === tool)
+          .map((quota): ApplicableQuota => ({
+            scope,
+            ...(scope === 'caller' ? { caller } : {}),
+            tool,
+            window: String(quota.window),
+            windowMs: durationMs(quota.window),
+            ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
+            ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
+          }));
+      return [
+        ...applicable('deployment', file.quotas),
+        ...applicable('caller', ownValue(file.callers, caller)?.quotas),
+      ];
+    },
     snapshotFor: (caller) => ({
       version,
       callerPolicy: ownValue(file.callers, caller) ?? null,

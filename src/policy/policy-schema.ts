@@ -22,6 +22,26 @@ const publicKeySchema = z
   .min(1)
   .describe('a public key file (PEM), relative to the keys folder, or "ed25519:<hex>"');
 
+/**
+ * A limit across sessions: how many calls of one tool, and how much they move in total (the tool's
+ * declared `amount`), within a rolling window. Counted durably and race-free across every session.
+ */
+export const quotaSchema = z
+  .strictObject({
+    tool: z.string().min(1).describe('the tool whose calls count'),
+    window: durationSchema.describe('the rolling window, e.g. "24h"'),
+    maxCalls: z.int().min(1).optional().describe('at most this many calls within the window'),
+    maxAmount: z
+      .int()
+      .min(1)
+      .optional()
+      .describe("at most this much in total within the window (the tool's amount, e.g. cents)"),
+  })
+  .refine(
+    (quota) => quota.maxCalls !== undefined || quota.maxAmount !== undefined,
+    'give "maxCalls", "maxAmount" or both',
+  );
+
 /** How approvals work for one caller. */
 export const approvalPolicySchema = z.strictObject({
   ceiling: riskLevel.describe(
@@ -65,6 +85,10 @@ export const callerPolicySchema = z.strictObject({
     .record(z.string(), z.record(z.string(), fieldLimitSchema))
     .optional()
     .describe('per tool, per numeric argument: the bounds this caller must stay within'),
+  quotas: z
+    .array(quotaSchema)
+    .optional()
+    .describe("limits across this caller's sessions: calls and amount per tool in a rolling window"),
 });
 
 /** A person who may approve calls: up to a level, never for a caller they operate. */
@@ -103,6 +127,12 @@ export const policyFileSchema = z.strictObject({
     .record(z.string().min(1), toolPolicySchema)
     .optional()
     .describe('per tool, whoever calls it: how long its approvals may wait'),
+  quotas: z
+    .array(quotaSchema)
+    .optional()
+    .describe(
+      'limits across every caller and session of the deployment: calls and amount per tool in a rolling window',
+    ),
   // Optional rather than defaulted, so a policy that leaves it out keeps the digest it had before it existed.
   maxApprovalWindow: durationSchema
     .optional()
@@ -127,5 +157,7 @@ export type ApprovalPolicy = z.output<typeof approvalPolicySchema>;
 export type ApproverPolicy = z.output<typeof approverPolicySchema>;
 /** A policy file as written, before defaults. */
 export type PolicyFileInput = z.input<typeof policyFileSchema>;
+/** A limit across sessions, as written. */
+export type Quota = z.output<typeof quotaSchema>;
 /** One numeric bound on one argument. */
 export type FieldLimit = z.output<typeof fieldLimitSchema>;

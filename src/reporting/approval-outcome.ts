@@ -2,11 +2,14 @@
 // and what `toolgate report` summarises. Pure: no I/O, no clock.
 import type { AuditRecord } from '../audit/audit-store';
 
-/** How a call's approval ended: approved (the quorum was reached), denied, or expired. */
-export type ApprovalOutcome = 'approved' | 'denied' | 'expired';
+/**
+ * How a call's approval ended: approved (the quorum was reached), denied, expired, or cancelled (by
+ * its caller's harness or an operator, whatever approvals it had).
+ */
+export type ApprovalOutcome = 'approved' | 'denied' | 'expired' | 'cancelled';
 
 /** The approval outcomes, in the order reports list them. */
-export const approvalOutcomes: readonly ApprovalOutcome[] = ['approved', 'denied', 'expired'];
+export const approvalOutcomes: readonly ApprovalOutcome[] = ['approved', 'denied', 'expired', 'cancelled'];
 
 /**
  * A record's approval outcome and the time to it: from the run's start (when the round opened, give
@@ -28,6 +31,9 @@ export function approvalOutcomeOf(
   if (record.code === 'APPROVAL_DENIED')
     return { outcome: 'denied', seconds: secondsUntil(last('deny')?.at) };
   if (record.code === 'APPROVAL_EXPIRED') return { outcome: 'expired', seconds: secondsUntil(undefined) };
+  if (record.code === 'APPROVAL_CANCELLED') return { outcome: 'cancelled', seconds: secondsUntil(undefined) };
+  // Closed by the kill switch while it waited: whatever approvals it had, it was never approved to run.
+  if (record.code === 'TOOL_DISABLED') return undefined;
   const approval = last('approve');
   if (!approval) return undefined;
   return { outcome: 'approved', seconds: secondsUntil(approval.at) };

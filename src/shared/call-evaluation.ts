@@ -4,6 +4,7 @@
  * runs tool code itself, so a deploy that changes a schema or a risk function cannot change what a
  * waiting call does on replay. Types only; shared by the workflow and the worker.
  */
+import type { ApplicableQuota } from './quotas';
 import type { ApproverGrant } from './decision-rules';
 import type { EffectKind, ExecutionRetry } from '../tools/define-tool';
 import type { RiskLevel } from '../tools/risk-levels';
@@ -57,6 +58,10 @@ export interface EvaluatedCall {
   retry: ExecutionRetry;
   /** Present when the risk level is above the caller's autonomy. */
   approval?: ApprovalRequirement;
+  /** The limits across sessions this call counts toward (absent: none); reserved before its checks. */
+  quotas?: ApplicableQuota[];
+  /** What the call moves, from the contract's `amount` (present with `quotas` when the tool declares one). */
+  amount?: number;
 }
 
 /** Where the pipeline stopped, with the model's answer; `data` for the model to act on. */

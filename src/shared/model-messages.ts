@@ -104,6 +104,30 @@ export function toolDisabledMessage(input: { tool: string; reason: string; since
   );
 }
 
+/** `POLICY_LIMIT` from a limit across sessions: which limit, what is left, when room frees up. */
+export function quotaExceededMessage(input: {
+  tool: string;
+  scope: string;
+  window: string;
+  maxCalls?: number;
+  maxAmount?: number;
+  amount: number;
+  calls: number;
+  used: number;
+  resetsAt?: string;
+}): string {
+  const limits = [
+    ...(input.maxCalls !== undefined ? [`${input.maxCalls} calls (${input.calls} used)`] : []),
+    ...(input.maxAmount !== undefined ? [`${input.maxAmount} in amount (${input.used} used)`] : []),
+  ].join(' and ');
+  return (
+    `${input.tool} is limited to ${limits} per ${input.window} for ${input.scope}; this call ` +
+    `(amount ${input.amount}) would pass it, so nothing was applied. ` +
+    (input.resetsAt ? `Room frees up from ${input.resetsAt}. ` : '') +
+    'Do not retry now or split it into smaller calls: tell the user the limit is reached.'
+  );
+}
+
 /** `APPROVAL_CANCELLED`: its caller's harness or an operator cancelled it while it waited. */
 export function approvalCancelledMessage(input: { summary: string; by: string; reason: string }): string {
   return (

@@ -219,6 +219,8 @@ export class CallApprovals {
       operators: () => Record<string, string> | undefined;
       /** Writes the `ApprovalState` search attribute. */
       onStateChange: (state: ApprovalState) => void;
+      /** Why the call stops waiting whatever is decided (cancelled, or its tool turned off); undefined while it waits. */
+      interrupted?: () => string | undefined;
     },
   ) {
     setHandler(decideUpdate, (decision) => this.decide(decision), {
@@ -378,6 +380,10 @@ export class CallApprovals {
   private async decide(decision: SignedDecision): Promise<DecisionReceipt> {
     const round = this.round;
     if (!round) throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
+    // A cancellation (or a kill switch) taken in the same breath wins: the round must not read approved.
+    const interrupted = this.call.interrupted?.();
+    if (interrupted !== undefined)
+      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: interrupted });
     if (decision.key !== undefined) {
       // An enrolled key: the validator verified its chain purely; only the registry knows whether it
       // is still enrolled, so it is asked now (a recorded local activity).
@@ -537,6 +543,9 @@ export class CallApprovals {
     if (round.decided) {
       throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'this round is already decided' });
     }
+    const interrupted = this.call.interrupted?.();
+    if (interrupted !== undefined)
+      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: interrupted });
     const judgement = judgeDecision({
       decision,
       round: {

@@ -4,3 +4,4 @@ export { toolSession } from './session';
 export { toolgateApproverKeys } from './approver-keys';
 export { toolgateApprovalNotifications } from './approval-notifier';
 export { toolgateControls } from './controls';
+export { toolgateQuota } from './quota';

@@ -2,9 +2,11 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  currentUpdateInfo,
   log,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -31,6 +33,7 @@ import {
   internalErrorMessage,
   mintRefusedMessage,
   outputContractMessage,
+  quotaExceededMessage,
   successMessage,
   toolDisabledMessage,
   toolFailedMessage,
@@ -44,9 +47,17 @@ import type { CallOutcome } from '../shared/session';
 import { ownValue } from '../shared/own-records';
 import { sessionWorkflowId } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
-import type { ApprovalState, CallState, CancellationReceipt, SignedCancellation } from '../shared/temporal';
+import type {
+  ApprovalState,
+  CallState,
+  CancellationReceipt,
+  SignedCancellation,
+  ToolGateSinks,
+} from '../shared/temporal';
 import { callStateQuery, cancelUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
 import type { ControlsActivities } from '../activities/controls-activities';
+import type { QuotaActivities } from '../activities/quota-activities';
+import type { HeldReservation } from '../shared/quotas';
 import type { DisabledSwitch } from '../shared/controls';
 import { disabledData, toolSwitchSignal } from '../shared/controls';
 import type { CancellationRefusalCode } from '../shared/codes';
@@ -107,6 +118,9 @@ async function pipeline(call: CallRun): Promise<ToolResult> {
   // Steps 1 to 5: signature, tool, allowlist, call id, parse, schema, risk level, policy.
   const evaluated = await evaluate(call);
   if (!evaluated.ok) return evaluated.result;
+  // Step 5, limits across sessions: room reserved in each durable counter, released if no effect follows.
+  const reserved = await call.reserveQuotas(evaluated.value);
+  if (reserved) return reserved;
   const steps = new ToolSteps(call, evaluated.value);
   // Step 6: business checks (read-only).
   const checked = await steps.check();
@@ -479,6 +493,8 @@ class CallRun {
   private evaluation?: CallEvaluation;
   /** Set by an accepted cancellation: who (`caller x` or `operator y`) and why. */
   cancellation?: { by: string; reason: string; at: string };
+  /** The counters the call reserved room in (limits across sessions), released if it ends without an effect. */
+  private heldReservations?: HeldReservation[];
   /** Set when the kill switch, read after the controls told the call, turned its tool off while it waited. */
   disabledSwitch?: DisabledSwitch;
   private switchWakeUps = 0;
@@ -512,6 +528,12 @@ class CallRun {
       state: this.state,
       approvers: () => this.evaluation?.approvers,
       operators: () => this.evaluation?.operators,
+      interrupted: () =>
+        this.cancellation
+          ? `the call was cancelled by ${this.cancellation.by}`
+          : this.disabledSwitch
+            ? `${this.disabledSwitch.tool} was turned off by operator ${this.disabledSwitch.operator}`
+            : undefined,
       onStateChange: (value: ApprovalState) => {
         // Approval states are what ops watch live: written at once, with anything queued before them.
         this.setAttribute({ key: searchAttributes.approvalState, value }, { flush: true });
@@ -570,6 +592,20 @@ class CallRun {
    */
   async finish(result: ToolResult): Promise<void> {
     this.state.stage = 'recording';
+    // A call that changed nothing does not count toward its limits; an effect that may have happened does.
+    if (this.heldReservations?.length && result.effect === 'none') {
+      try {
+        await proxyLocalActivities<QuotaActivities>({
+          startToCloseTimeout: '60s',
+          retry: { maximumAttempts: 5, initialInterval: '500ms' },
+        }).releaseQuotas({ held: this.heldReservations });
+      } catch (error) {
+        log.error('a limit reservation could not be released; it counts until it leaves its window', {
+          callId: this.callId,
+          error: String(error),
+        });
+      }
+    }
     this.setAttribute({ key: searchAttributes.toolCode, value: result.code }, { flush: true });
     setCurrentDetails(
       `${this.evaluation?.summary ?? this.proposal.tool}: ${result.code} (effect ${result.effect})`,
@@ -636,6 +672,60 @@ class CallRun {
     }
   }
 
+  /**
+   * Reserves room for the call in the counters of its limits across sessions (none: no step at all);
+   * `POLICY_LIMIT` with which limit, what is used and left, and when room frees up, when one is full.
+   */
+  async reserveQuotas(evaluated: EvaluatedCall): Promise<ToolResult | undefined> {
+    if (!evaluated.quotas?.length) return undefined;
+    const admission = await proxyLocalActivities<QuotaActivities>({
+      startToCloseTimeout: '60s',
+      retry: { maximumAttempts: 3, initialInterval: '500ms' },
+    }).reserveQuotas({
+      callId: this.callId,
+      runId: this.runId,
+      quotas: evaluated.quotas,
+      ...(evaluated.amount !== undefined ? { amount: evaluated.amount } : {}),
+    });
+    if (admission.ok) {
+      this.heldReservations = admission.held;
+      return undefined;
+    }
+    const { quota, usage, amount } = admission;
+    const scope = quota.scope === 'caller' ? `caller ${quota.caller ?? ''}` : 'the whole deployment';
+    return this.reject({
+      code: 'POLICY_LIMIT',
+      message: quotaExceededMessage({
+        tool: quota.tool,
+        scope,
+        window: quota.window,
+        ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
+        ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
+        amount,
+        calls: usage.calls,
+        used: usage.amount,
+        ...(usage.resetsAt !== undefined ? { resetsAt: usage.resetsAt } : {}),
+      }),
+      data: {
+        limit: {
+          scope: quota.scope,
+          ...(quota.caller !== undefined ? { caller: quota.caller } : {}),
+          tool: quota.tool,
+          window: quota.window,
+          ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
+          ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
+        },
+        amount,
+        used: { calls: usage.calls, amount: usage.amount },
+        remaining: {
+          ...(usage.remainingCalls !== undefined ? { calls: usage.remainingCalls } : {}),
+          ...(usage.remainingAmount !== undefined ? { amount: usage.remainingAmount } : {}),
+        },
+        ...(usage.resetsAt !== undefined ? { resetsAt: usage.resetsAt } : {}),
+      },
+    });
+  }
+
   /** `TOOL_DISABLED` when the kill switch of the call's tool is off now, else undefined. */
   async toolSwitchStop(tool: string): Promise<ToolResult | undefined> {
     const off = await this.readToolSwitch(tool);
@@ -677,6 +767,8 @@ class CallRun {
    */
   private validateCancellation(request: SignedCancellation): void {
     const refuse = (code: CancellationRefusalCode, message: string): never => {
+      // A refusal leaves no trace in history: the audit store keeps it, as it keeps refused decisions.
+      this.auditCancellation(request, code);
       throw ApplicationFailure.create({ type: code, message, nonRetryable: true });
     };
     const { cancellation, signature } = request ?? {};
@@ -696,12 +788,18 @@ class CallRun {
         'the cancellation must name this call and run, give a reason (at most 500 characters) and be signed',
       );
     }
+    // Exactly one principal, named by a string: the handler names the one whose key was checked here.
+    const principals = by !== null && typeof by === 'object' && !Array.isArray(by) ? Object.keys(by) : [];
+    const principal = principals.length === 1 ? principals[0] : undefined;
+    const name = principal !== undefined ? by?.[principal] : undefined;
     const key =
-      typeof by?.caller === 'string' && by.caller === this.proposal.caller
-        ? this.evaluation?.callerKeyHex
-        : typeof by?.operator === 'string'
-          ? ownValue(this.evaluation?.operators, by.operator)
-          : undefined;
+      typeof name !== 'string'
+        ? undefined
+        : principal === 'caller' && name === this.proposal.caller
+          ? this.evaluation?.callerKeyHex
+          : principal === 'operator'
+            ? ownValue(this.evaluation?.operators, name)
+            : undefined;
     if (
       !key ||
       !verifySignature({
@@ -745,12 +843,40 @@ class CallRun {
   private cancel(request: SignedCancellation): CancellationReceipt {
     // The round may have been decided between the validator and this handler.
     this.refuseUnlessWaiting((code, message) => {
+      this.auditCancellation(request, code);
       throw ApplicationFailure.create({ type: code, message, nonRetryable: true });
     });
+    this.auditCancellation(request, 'accepted');
     const { by } = request.cancellation;
     const who = 'caller' in by ? `caller ${by.caller}` : `operator ${by.operator}`;
     this.cancellation = { by: who, reason: request.cancellation.reason, at: new Date().toISOString() };
     return { accepted: true, callId: this.callId, cancelledBy: who };
+  }
+
+  /**
+   * Every cancellation attempt, accepted or refused, reaches the audit store with the decision
+   * attempts (decision `cancel`, the canceller in place of the approver, the signed cancellation as
+   * its envelope), once per update id and never during replay.
+   */
+  private auditCancellation(request: SignedCancellation, outcome: string): void {
+    const by = (request as Partial<SignedCancellation> | null)?.cancellation?.by as
+      Record<string, unknown> | undefined;
+    const who =
+      typeof by?.caller === 'string'
+        ? `caller ${by.caller}`
+        : typeof by?.operator === 'string'
+          ? `operator ${by.operator}`
+          : '(unknown)';
+    proxySinks<ToolGateSinks>().audit.decisionAttempt({
+      updateId: currentUpdateInfo()?.id ?? '(none)',
+      callId: this.callId,
+      runId: this.runId,
+      approver: who.slice(0, 300),
+      decision: 'cancel',
+      outcome,
+      // A forger's megabytes are not kept: what is larger than a real cancellation is marked, not stored.
+      envelope: JSON.stringify(request ?? null).length <= 4096 ? (request ?? null) : { oversized: true },
+    });
   }
 
   /** A proposal's answer: the run's result, or `APPROVAL_PENDING` while it waits for a human. */

@@ -10,7 +10,29 @@ const files = readdirSync(directory).filter((file) => file.endsWith('.history.bi
 
 describe('recorded histories of representative calls', () => {
   it('cover the main outcomes', () => {
-    expect(files.length).toBeGreaterThanOrEqual(10);
+    const names = files.map((file) => file.split('--')[0]).sort();
+    expect(names).toEqual(
+      [
+        'approver-keys',
+        'controls',
+        'read-ok',
+        'refund-approval-expired',
+        'refund-approved',
+        'refund-approved-enrolled-key',
+        'refund-business-rejection',
+        'refund-cancelled',
+        'refund-contract-changed',
+        'refund-denied',
+        'refund-invalid-arguments',
+        'refund-limit-counter',
+        'refund-lost-response-then-unavailable',
+        'refund-ok',
+        'refund-policy-limit',
+        'refund-tool-disabled',
+        'session',
+        'unknown-tool',
+      ].sort(),
+    );
   });
 
   it('name no folder of the machine that recorded them: every stack trace is empty', () => {
