@@ -105,6 +105,70 @@ describe('toolgate CLI', () => {
     expect(await harness.orders.api.refundCount()).toBe(refundsBefore);
   });
 
+  it('turns a tool off and on with `disable` and `enable` as an operator, and lists it with `switches`', async () => {
+    const off = await run(
+      'disable',
+      '--tool',
+      'get_order',
+      '--caller',
+      'readonly-bot',
+      '--reason',
+      'cli test',
+      '--as',
+      'olivia',
+    );
+    expect([off.code, off.out]).toEqual([
+      0,
+      'get_order for readonly-bot is off; 0 waiting call(s) told to close\n',
+    ]);
+    const listed = await run('switches', '--json');
+    expect(JSON.parse(listed.out)).toMatchObject({
+      disabled: [{ tool: 'get_order', caller: 'readonly-bot', operator: 'olivia', reason: 'cli test' }],
+    });
+    const refused = await call(
+      'readonly-bot',
+      'get_order',
+      '{"order_id":"ORD-1001"}',
+      '--session',
+      `switch-${Date.now()}`,
+      '--json',
+    );
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.out)).toMatchObject({ code: 'TOOL_DISABLED', data: { disabledBy: 'olivia' } });
+    // Another caller's reads run on.
+    const other = await call(
+      'support-bot',
+      'get_order',
+      '{"order_id":"ORD-1001"}',
+      '--session',
+      `switch-${Date.now()}`,
+    );
+    expect([other.code, other.out]).toEqual([0, expect.stringContaining('OK  get_order')]);
+    const forged = await run('disable', '--tool', 'get_order', '--reason', 'x', '--as', 'mallory');
+    expect([forged.code, forged.error]).toEqual([1, expect.stringContaining('OPERATOR_UNKNOWN')]);
+    const on = await run(
+      'enable',
+      '--tool',
+      'get_order',
+      '--caller',
+      'readonly-bot',
+      '--reason',
+      'done',
+      '--as',
+      'olivia',
+    );
+    expect([on.code, on.out]).toEqual([0, 'get_order for readonly-bot is on\n']);
+    expect((await run('switches')).out).toBe('every tool is on\n');
+    const again = await call(
+      'readonly-bot',
+      'get_order',
+      '{"order_id":"ORD-1001"}',
+      '--session',
+      `switch-on-${Date.now()}`,
+    );
+    expect(again.code).toBe(0);
+  });
+
   it('exits 1 with the code for a rejected call', async () => {
     const { code, out } = await call('readonly-bot', 'refund_order', '{}');
     expect(code).toBe(1);
