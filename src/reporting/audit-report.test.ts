@@ -120,7 +120,7 @@ describe('the audit report', () => {
     expect(report.recovery).toMatchObject({ recovered: 0, notRecovered: 1 });
   });
 
-  it('splits approvals into approved, denied and expired with the time to each decision', () => {
+  it('splits approvals into approved, denied, expired and cancelled with the time to each', () => {
     const records = [
       record({
         session: 's',
@@ -145,14 +145,33 @@ describe('the audit report', () => {
       }),
       record({ session: 's', tool: 'refund_order', code: 'APPROVAL_EXPIRED', minute: 0, finishedMinute: 60 }),
       record({ session: 's', tool: 'get_order', code: 'OK', minute: 0 }),
+      // Cancelled after one of two approvals: cancelled, not approved; closed by the kill switch: neither.
+      record({
+        session: 's',
+        tool: 'refund_order',
+        code: 'APPROVAL_CANCELLED',
+        minute: 0,
+        finishedMinute: 5,
+        decisions: [decision('approve', 3)],
+      }),
+      record({
+        session: 's',
+        tool: 'refund_order',
+        code: 'TOOL_DISABLED',
+        minute: 0,
+        finishedMinute: 7,
+        decisions: [decision('approve', 6)],
+      }),
     ];
     const report = buildAuditReport({ since: 'a', until: 'b', records, sessionRecords: new Map() });
     expect(report.approvals).toEqual({
       approved: { count: 2, medianSeconds: 120, p90Seconds: 240, maxSeconds: 240 },
       denied: { count: 1, medianSeconds: 600, p90Seconds: 600, maxSeconds: 600 },
       expired: { count: 1, medianSeconds: 3600, p90Seconds: 3600, maxSeconds: 3600 },
+      cancelled: { count: 1, medianSeconds: 300, p90Seconds: 300, maxSeconds: 300 },
     });
     expect(approvalOutcomeOf(records[4]!)).toBeUndefined();
+    expect(approvalOutcomeOf(records[6]!)).toBeUndefined();
   });
 
   it('shows loop guards and calls that ran more than once', () => {

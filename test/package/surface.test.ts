@@ -100,6 +100,8 @@ describe('the names each package entry exports', () => {
       'parseSelectionCases',
       'prepareNamespace',
       'proposeUpdate',
+      'quotaUsageQuery',
+      'quotaWorkflowId',
       'readApproverKeyStatus',
       'readPrivateKey',
       'readPublicKeyHex',
