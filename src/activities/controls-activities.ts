@@ -23,9 +23,34 @@ export function createControlsActivities(dependencies: {
   policy: () => LoadedPolicy;
   /** The tools this worker runs: a switch for another name is refused (a typo would disable nothing). */
   toolNames: readonly string[];
-  audit: Pick<AuditStore, 'appendControlEvent'>;
+  audit: Pick<AuditStore, 'appendControlEvent' | 'controlEvents'>;
 }) {
   return {
+    /**
+     * The switches that are off, rebuilt from the accepted changes the audit store keeps, in order:
+     * what a new run of the controls starts from. A run started anew (after a terminate, or by a raw
+     * client with a crafted input) therefore holds exactly what operators signed, nothing more or less.
+     */
+    async restoreSwitches(): Promise<DisabledSwitch[]> {
+      const disabled = new Map<string, DisabledSwitch>();
+      for (const event of await dependencies.audit.controlEvents()) {
+        if (event.outcome !== 'accepted') continue;
+        const key = JSON.stringify([event.tool, event.caller ?? null]);
+        if (event.action === 'enable') disabled.delete(key);
+        else {
+          disabled.set(key, {
+            tool: event.tool,
+            ...(event.caller !== undefined ? { caller: event.caller } : {}),
+            operator: event.operator,
+            reason: event.reason,
+            since: event.recordedAt,
+            changeId: event.changeId,
+          });
+        }
+      }
+      return [...disabled.values()];
+    },
+
     /**
      * Whether an operator of the current policy signed `change` (kind `tool-switch`), for a tool this
      * worker runs and a caller of the policy; the attempt, accepted or not, is appended to the audit

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import type { ApplicableQuota, HeldReservation, QuotaAdmission } from '../shared/quotas';
 import { quotaWorkflowId, quotaWorkflowType, releaseQuotaUpdate, reserveQuotaUpdate } from '../shared/quotas';
 
@@ -13,42 +13,57 @@ import { quotaWorkflowId, quotaWorkflowType, releaseQuotaUpdate, reserveQuotaUpd
 export function createQuotaActivities() {
   return {
     async reserveQuotas(input: {
-      callId: string;
-      runId: string;
+      /** Deterministic, so a retried attempt is answered, never counted twice (see `reservationIdOf`). */
+      reservationId: string;
       quotas: ApplicableQuota[];
       amount?: number;
     }): Promise<QuotaAdmission> {
       const { client, info } = Context.current();
-      const reservationId = `${input.callId}:${input.runId}`;
+      const { reservationId } = input;
       const amount = input.amount ?? 0;
       const held: HeldReservation[] = [];
-      for (const quota of input.quotas) {
-        const workflowId = quotaWorkflowId({ taskQueue: info.taskQueue, quota });
-        const answer = await withBackoff(() =>
-          client.workflow.executeUpdateWithStart(reserveQuotaUpdate, {
-            args: [
-              {
-                reservationId,
-                amount,
-                windowMs: quota.windowMs,
-                ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
-                ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
-              },
-            ],
-            startWorkflowOperation: counterStart({ workflowId, taskQueue: info.taskQueue, quota }),
-          }),
-        );
-        if (!answer.ok) {
-          await releaseAll({ client, held });
-          const { ok: _refused, ...usage } = answer;
-          return { ok: false, quota, amount, usage };
+      try {
+        for (const quota of input.quotas) {
+          const workflowId = quotaWorkflowId({ taskQueue: info.taskQueue, quota });
+          const request = {
+            reservationId,
+            amount,
+            windowMs: quota.windowMs,
+            ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
+            ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
+          };
+          // A plain update to a counter that runs (the usual case), and only when there is none yet,
+          // update-with-start: it costs the server more.
+          const answer = await withBackoff(async () => {
+            try {
+              return await client.workflow
+                .getHandle(workflowId)
+                .executeUpdate(reserveQuotaUpdate, { args: [request] });
+            } catch (error) {
+              if (!(error instanceof WorkflowNotFoundError)) throw error;
+              return client.workflow.executeUpdateWithStart(reserveQuotaUpdate, {
+                args: [request],
+                startWorkflowOperation: counterStart({ workflowId, taskQueue: info.taskQueue, quota }),
+              });
+            }
+          });
+          if (!answer.ok) {
+            await releaseAll({ client, held });
+            const { ok: _refused, ...usage } = answer;
+            return { ok: false, quota, amount, usage };
+          }
+          held.push({ workflowId, reservationId, windowMs: quota.windowMs });
         }
-        held.push({ workflowId, reservationId, windowMs: quota.windowMs });
+      } catch (error) {
+        // Nothing half-held: what this attempt reserved is released before it fails (and the call,
+        // ending without an effect, releases every counter of its limits again, idempotently).
+        await releaseAll({ client, held }).catch(() => undefined);
+        throw error;
       }
       return { ok: true, held };
     },
 
-    /** Releases what a call holds: it ended without an effect, so it does not count. */
+    /** Releases a call's room in the counters named (held or not: releasing what is not held changes nothing). */
     async releaseQuotas(input: { held: HeldReservation[] }): Promise<void> {
       await releaseAll({ client: Context.current().client, held: input.held });
     },
@@ -57,11 +72,16 @@ export function createQuotaActivities() {
 
 async function releaseAll(input: { client: Client; held: HeldReservation[] }): Promise<void> {
   for (const reservation of input.held) {
-    await withBackoff(() =>
-      input.client.workflow.getHandle(reservation.workflowId).executeUpdate(releaseQuotaUpdate, {
-        args: [{ reservationId: reservation.reservationId, windowMs: reservation.windowMs }],
-      }),
-    );
+    try {
+      await withBackoff(() =>
+        input.client.workflow.getHandle(reservation.workflowId).executeUpdate(releaseQuotaUpdate, {
+          args: [{ reservationId: reservation.reservationId, windowMs: reservation.windowMs }],
+        }),
+      );
+    } catch (error) {
+      // A counter that was never started holds nothing to release.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
   }
 }
 
@@ -91,9 +111,7 @@ async function withBackoff<T>(action: () => Promise<T>): Promise<T> {
       const cause = (error as { cause?: { message?: string } }).cause;
       const text = `${(error as Error)?.name ?? ''} ${String(error)} ${cause?.message ?? ''}`;
       const pushedBack =
-        /RESOURCE_EXHAUSTED|in-flight|concurrent|continued as new|Workflow Update was aborted|NotFound|not found/i.test(
-          text,
-        );
+        /RESOURCE_EXHAUSTED|in-flight|concurrent|continued as new|Workflow Update was aborted/i.test(text);
       if (!pushedBack || Date.now() >= deadline) throw error;
       const ceiling = Math.min(2_000, 25 * 2 ** attempt);
       await new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));

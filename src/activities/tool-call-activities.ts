@@ -249,6 +249,17 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
      */
     async executeToolCall(input: ExecutionInput): Promise<{ output: unknown }> {
       const tool = toolNamed(input.tool);
+      const { client, info } = Context.current();
+      // The kill switch, read once more right before the first attempt reaches the backend: a call
+      // evaluated just before an operator turned its tool off does not run. A later attempt goes on,
+      // since an earlier one may have been applied (its answer lost) and only the key's lookup can tell.
+      if (info.attempt === 1) {
+        const off = disabledSwitchFor(await readControls({ client, taskQueue: info.taskQueue }), {
+          tool: input.tool,
+          caller: input.caller,
+        });
+        if (off) throw ApplicationFailure.nonRetryable(off.reason, 'TOOL_DISABLED', off);
+      }
       let credential: string | undefined;
       if (tool.contract.effect === 'write' && dependencies.minter) {
         try {

@@ -134,10 +134,21 @@ export function checkPolicy(input: {
       problems.push(`tools.${tool}: unknown tool; known tools: ${known.join(', ')}`);
   }
   problems.push(...windowsBeyondMaximum(file));
-  const quotaProblems = (field: string, quotas: readonly Quota[] | undefined, tools?: readonly string[]) =>
+  const quotaProblems = (field: string, quotas: readonly Quota[] | undefined, tools?: readonly string[]) => {
+    // One counter per scope, tool and window length: two limits on it would share one count.
+    const counters = new Map<string, number>();
     (quotas ?? []).forEach((quota, index) => {
       const contract = input.registry.get(quota.tool);
       const at = `${field}.${index}`;
+      const counter = `${quota.tool}\u0000${durationMs(quota.window)}`;
+      const earlier = counters.get(counter);
+      if (earlier !== undefined) {
+        problems.push(
+          `${at}: ${quota.tool} has a limit over the same window at ${field}.${earlier}; ` +
+            'give one entry both maxCalls and maxAmount',
+        );
+      }
+      counters.set(counter, index);
       if (!contract) {
         problems.push(`${at}.tool: unknown tool "${quota.tool}"; known tools: ${known.join(', ')}`);
         return;
@@ -152,6 +163,7 @@ export function checkPolicy(input: {
         );
       }
     });
+  };
   quotaProblems('quotas', file.quotas);
   for (const [caller, policy] of Object.entries(file.callers)) {
     quotaProblems(`callers.${caller}.quotas`, policy.quotas, policy.tools);

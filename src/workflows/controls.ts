@@ -12,9 +12,13 @@ import type { ControlsActivities } from '../activities/controls-activities';
 import type { ControlsView, DisabledSwitch, SignedSwitchChange, SwitchReceipt } from '../shared/controls';
 import { controlsQuery, setSwitchUpdate } from '../shared/controls';
 
-/** What the controls carry across continue-as-new: the switches that are off and the change ids seen. */
+/**
+ * What the controls carry across continue-as-new: the change ids seen (so a change sent again is still
+ * refused). The switches themselves are rebuilt from the audit store at every run's start, never
+ * taken from the input.
+ */
 export interface ControlsInput {
-  carried?: { disabled: DisabledSwitch[]; seen: string[] };
+  carried?: { seen: string[] };
   /** Continue as new after this many accepted changes in one run (default 500), besides Temporal's suggestion. */
   continueAsNewAfter?: number;
 }
@@ -46,8 +50,8 @@ const waitingCalls = proxyActivities<ControlsActivities>({
  */
 export async function toolgateControls(input: ControlsInput = {}): Promise<void> {
   const disabled = new Map<string, DisabledSwitch>();
-  for (const entry of input.carried?.disabled ?? []) disabled.set(switchKey(entry), entry);
-  const seen = new Set<string>(input.carried?.seen ?? []);
+  let restored = false;
+  const seen = new Set<string>(Array.isArray(input.carried?.seen) ? input.carried.seen : []);
   const inFlight = new Set<string>();
   let accepted = 0;
   const view = (): ControlsView => ({ disabled: [...disabled.values()] });
@@ -57,6 +61,8 @@ export async function toolgateControls(input: ControlsInput = {}): Promise<void>
     setSwitchUpdate,
     async (signed: SignedSwitchChange): Promise<SwitchReceipt> => {
       const { change } = signed;
+      // Changes apply on top of what the audit store says is off.
+      await condition(() => restored);
       refuseIf(
         seen.has(change.changeId) || inFlight.has(change.changeId),
         'CHANGE_REPLAYED',
@@ -134,11 +140,14 @@ export async function toolgateControls(input: ControlsInput = {}): Promise<void>
     while (seen.size > seenKept) seen.delete(seen.values().next().value as string);
   }
 
+  for (const entry of await checks.restoreSwitches()) disabled.set(switchKey(entry), entry);
+  restored = true;
+
   const limit = input.continueAsNewAfter ?? 500;
   await condition(() => accepted >= limit || workflowInfo().continueAsNewSuggested);
   await condition(allHandlersFinished);
   await continueAsNew<typeof toolgateControls>({
-    carried: { disabled: view().disabled, seen: [...seen] },
+    carried: { seen: [...seen] },
     ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
   });
 }

@@ -58,6 +58,7 @@ import { callStateQuery, cancelUpdate, proposeUpdate, searchAttributes } from '.
 import type { ControlsActivities } from '../activities/controls-activities';
 import type { QuotaActivities } from '../activities/quota-activities';
 import type { HeldReservation } from '../shared/quotas';
+import { quotaWorkflowId } from '../shared/quotas';
 import type { DisabledSwitch } from '../shared/controls';
 import { disabledData, toolSwitchSignal } from '../shared/controls';
 import type { CancellationRefusalCode } from '../shared/codes';
@@ -354,6 +355,7 @@ class ToolSteps {
     const { evaluated, call } = this;
     call.progress('executing', `${evaluated.summary}: executing`);
     const executor = evaluated.effect === 'read' ? this.readSteps : this.writeSteps;
+    if (evaluated.effect === 'read') call.executedRead = true;
     try {
       const { output } = await executor.executeToolCall({
         ...this.activityInput,
@@ -380,6 +382,9 @@ class ToolSteps {
         }
         case 'OUTPUT_CONTRACT_VIOLATION':
           return { ok: false, result: this.outputContractViolation() };
+        case 'TOOL_DISABLED':
+          // Turned off before the first attempt reached the backend: nothing was sent.
+          return { ok: false, result: call.disabledResult(failure.details?.[0] as DisabledSwitch) };
         default:
           if (evaluated.effect === 'read')
             return { ok: false, result: this.unavailable({ error, effect: 'none' }) };
@@ -493,8 +498,13 @@ class CallRun {
   private evaluation?: CallEvaluation;
   /** Set by an accepted cancellation: who (`caller x` or `operator y`) and why. */
   cancellation?: { by: string; reason: string; at: string };
-  /** The counters the call reserved room in (limits across sessions), released if it ends without an effect. */
-  private heldReservations?: HeldReservation[];
+  /** The counters of the call's limits across sessions and its room's id: released if it ends without an effect. */
+  private quotaReservation: { reservationId: string; held: HeldReservation[] } = {
+    reservationId: '',
+    held: [],
+  };
+  /** A read's execution started: it counts toward its limits whatever it answers. */
+  executedRead = false;
   /** Set when the kill switch, read after the controls told the call, turned its tool off while it waited. */
   disabledSwitch?: DisabledSwitch;
   private switchWakeUps = 0;
@@ -592,13 +602,14 @@ class CallRun {
    */
   async finish(result: ToolResult): Promise<void> {
     this.state.stage = 'recording';
-    // A call that changed nothing does not count toward its limits; an effect that may have happened does.
-    if (this.heldReservations?.length && result.effect === 'none') {
+    // A call that changed nothing does not count toward its limits; an effect that may have happened,
+    // or a read that ran, does.
+    if (this.quotaReservation.held.length && result.effect === 'none' && !this.executedRead) {
       try {
         await proxyLocalActivities<QuotaActivities>({
           startToCloseTimeout: '60s',
           retry: { maximumAttempts: 5, initialInterval: '500ms' },
-        }).releaseQuotas({ held: this.heldReservations });
+        }).releaseQuotas({ held: this.quotaReservation.held });
       } catch (error) {
         log.error('a limit reservation could not be released; it counts until it leaves its window', {
           callId: this.callId,
@@ -678,19 +689,30 @@ class CallRun {
    */
   async reserveQuotas(evaluated: EvaluatedCall): Promise<ToolResult | undefined> {
     if (!evaluated.quotas?.length) return undefined;
+    // A write's room is keyed by its call id: a run proposed again after an effect that may have
+    // happened reuses the room its earlier run kept, never counting one refund twice. A read runs
+    // again when proposed again, so each run counts.
+    const reservationId = evaluated.effect === 'write' ? this.callId : `${this.callId}:${this.runId}`;
+    const { taskQueue } = workflowInfo();
+    // Known before the reservation, so every counter is released if the call ends without an effect,
+    // whatever the reservation step managed (releasing room not held changes nothing).
+    this.quotaReservation = {
+      reservationId,
+      held: evaluated.quotas.map((quota) => ({
+        workflowId: quotaWorkflowId({ taskQueue, quota }),
+        reservationId,
+        windowMs: quota.windowMs,
+      })),
+    };
     const admission = await proxyLocalActivities<QuotaActivities>({
       startToCloseTimeout: '60s',
       retry: { maximumAttempts: 3, initialInterval: '500ms' },
     }).reserveQuotas({
-      callId: this.callId,
-      runId: this.runId,
+      reservationId: this.quotaReservation.reservationId,
       quotas: evaluated.quotas,
       ...(evaluated.amount !== undefined ? { amount: evaluated.amount } : {}),
     });
-    if (admission.ok) {
-      this.heldReservations = admission.held;
-      return undefined;
-    }
+    if (admission.ok) return undefined;
     const { quota, usage, amount } = admission;
     const scope = quota.scope === 'caller' ? `caller ${quota.caller ?? ''}` : 'the whole deployment';
     return this.reject({

@@ -1,0 +1,332 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkPolicy,
+  controlsWorkflowId,
+  createToolRegistry,
+  quotaUsageQuery,
+  quotaWorkflowId,
+  setToolSwitch,
+} from 'toolgate';
+import type { ApplicableQuota, PolicyFileInput, ToolResult } from 'toolgate';
+import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
+import { ordersContracts } from '../../examples/orders/orders-contracts';
+import { testContracts } from '../support/test-tools';
+import { testPolicy } from '../support/test-policy';
+import type { ToolGateHarness } from '../support/toolgate-harness';
+import { useHarness } from '../support/use-harness';
+
+// Attacks on the kill switch and on limits across sessions, from a review: each test failed while
+// the defect it names was there, and guards its fix. One finding stays open by design: whoever may
+// send updates to a limit's counter (a raw Temporal client) can release a reservation; Temporal
+// authorisation must keep `toolgate-quota:*` to workers and operators (README, "Temporal access").
+
+const hourMs = 60 * 60 * 1000;
+const dayMs = 24 * hourMs;
+
+/** A gate on the orders client's reads of one order: armed, a read of it waits until released. */
+const gate: { armed: boolean; orderId?: string; held?: () => void; release?: () => void } = { armed: false };
+let gateOpened: Promise<void> | undefined;
+const gatedReads = (api: OrdersApiClient): OrdersApiClient => ({
+  ...api,
+  getOrder: async (request) => {
+    if (gate.armed && request.orderId === gate.orderId) {
+      gateOpened ??= new Promise<void>((release) => {
+        gate.release = () => {
+          gate.armed = false;
+          gateOpened = undefined;
+          release();
+        };
+      });
+      gate.held?.();
+      await gateOpened;
+    }
+    return api.getOrder(request);
+  },
+});
+
+describe('kill switch', () => {
+  let harness: ToolGateHarness;
+  useHarness((started) => (harness = started), { ordersApi: gatedReads });
+
+  const flip = (action: 'disable' | 'enable', tool = 'refund_order') =>
+    setToolSwitch({
+      client: harness.temporal,
+      taskQueue: harness.taskQueue,
+      action,
+      tool,
+      operator: 'olivia',
+      operatorKey: harness.operatorKey('olivia'),
+      reason: `${action}: review`,
+    });
+
+  it('fixed after review: a switch no operator signed (a controls run started with a crafted `carried`) is honoured and attributed to an operator', async () => {
+    const controls = await harness.temporal.workflow.start('toolgateControls', {
+      workflowId: controlsWorkflowId(harness.taskQueue),
+      taskQueue: harness.taskQueue,
+      args: [
+        {
+          carried: {
+            disabled: [
+              {
+                tool: 'refund_order',
+                operator: 'olivia',
+                reason: 'forged',
+                since: new Date().toISOString(),
+                changeId: 'forged-1',
+              },
+            ],
+            seen: [],
+          },
+        },
+      ],
+    });
+    try {
+      const refund = await harness.call({
+        caller: 'test-refunder',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 1_111 }),
+      });
+      // olivia never signed it and the audit store holds no such change.
+      expect(await harness.audit.controlEvents()).toEqual([]);
+      expect(refund).not.toMatchObject({ code: 'TOOL_DISABLED', data: { disabledBy: 'olivia' } });
+    } finally {
+      await controls.terminate('review cleanup');
+      // A terminated run still answers queries with its switches: an operator's change starts a fresh one.
+      await flip('enable');
+    }
+  });
+
+  it('fixed after review: a write that needs no approval, evaluated just before a disable, executes after the operator was told the switch is off', async () => {
+    const before = await harness.orders.api.refundCount();
+    gate.armed = true;
+    gate.orderId = 'ORD-1002';
+    const held = new Promise<void>((resolve) => (gate.held = resolve));
+    const pending = harness.call({
+      caller: 'test-refunder',
+      tool: 'refund_order',
+      arguments: JSON.stringify({
+        order_id: 'ORD-1002',
+        amount_cents: 500,
+        currency: 'USD',
+        reason: 'damaged',
+      }),
+    });
+    // Evaluated (switch read: on), now in its business check.
+    await Promise.race([
+      held,
+      pending.then((early) => {
+        throw new Error(`the call ended before its check: ${early.code}`);
+      }),
+    ]);
+    const off = await flip('disable');
+    expect(off).toMatchObject({ accepted: true });
+    gate.release?.();
+    let result: ToolResult;
+    try {
+      result = await pending;
+    } finally {
+      await flip('enable');
+    }
+    expect(result).toMatchObject({ code: 'TOOL_DISABLED', effect: 'none' });
+    expect(await harness.orders.api.refundCount()).toBe(before);
+  });
+
+  it('fixed after review: once the controls run is terminated, the next change starts an empty run and every earlier switch is silently back on', async () => {
+    expect(await flip('disable', 'refund_order')).toMatchObject({ accepted: true });
+    await harness.temporal.workflow
+      .getHandle(controlsWorkflowId(harness.taskQueue))
+      .terminate('ops: looked stuck');
+    // Any later change, by an operator, for another tool.
+    expect(await flip('disable', 'get_order')).toMatchObject({ accepted: true });
+    const before = await harness.orders.api.refundCount();
+    try {
+      const refund = await harness.call({
+        caller: 'test-refunder',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 1_234 }),
+      });
+      expect(refund).toMatchObject({ code: 'TOOL_DISABLED', effect: 'none' });
+      expect(await harness.orders.api.refundCount()).toBe(before);
+    } finally {
+      await flip('enable', 'get_order');
+      await flip('enable', 'refund_order');
+    }
+  });
+});
+
+const callers = testPolicy.callers;
+const limitsPolicy: PolicyFileInput = {
+  ...testPolicy,
+  callers: {
+    ...callers,
+    'test-refunder': {
+      ...callers['test-refunder']!,
+      quotas: [{ tool: 'refund_order', window: '24h', maxAmount: 10_000 }],
+    },
+    'readonly-bot': {
+      ...callers['readonly-bot']!,
+      quotas: [{ tool: 'get_order', window: '1h', maxCalls: 2 }],
+    },
+    // Refunds without approval; a call limit and an amount limit over the same day, in one entry.
+    'cautious-bot': {
+      publicKey: 'callers/cautious-bot.pub',
+      tools: ['refund_order'],
+      autonomy: 'critical',
+      quotas: [{ tool: 'refund_order', window: '24h', maxCalls: 10, maxAmount: 5_000 }],
+    },
+    // Refunds without approval; two call limits, a day's and 12 hours'.
+    'hasty-bot': {
+      publicKey: 'callers/hasty-bot.pub',
+      tools: ['refund_order'],
+      autonomy: 'critical',
+      quotas: [
+        { tool: 'refund_order', window: '24h', maxCalls: 5 },
+        { tool: 'refund_order', window: '12h', maxCalls: 5 },
+      ],
+    },
+    'support-bot': {
+      ...callers['support-bot']!,
+      quotas: [{ tool: 'refund_order', window: '24h', maxCalls: 1 }],
+    },
+  },
+};
+
+describe('limits across sessions', () => {
+  let harness: ToolGateHarness;
+  useHarness((started) => (harness = started), { policy: limitsPolicy });
+
+  const counter = (quota: Omit<ApplicableQuota, 'scope'>) =>
+    harness.temporal.workflow.getHandle(
+      quotaWorkflowId({ taskQueue: harness.taskQueue, quota: { scope: 'caller', ...quota } }),
+    );
+  const usage = (quota: Omit<ApplicableQuota, 'scope'>) =>
+    counter(quota).query(quotaUsageQuery, {
+      windowMs: quota.windowMs,
+      ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
+      ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
+    });
+
+  it('fixed after review: a call limit on a read tool never binds (a successful read has effect none, so its reservation is released)', async () => {
+    const results: ToolResult[] = [];
+    for (let index = 0; index < 3; index++) {
+      results.push(
+        await harness.client.call({
+          caller: 'readonly-bot',
+          session: harness.newSession(),
+          tool: 'get_order',
+          arguments: '{"order_id":"ORD-1001"}',
+        }),
+      );
+    }
+    expect(results.slice(0, 2).map((result) => result.code)).toEqual(['OK', 'OK']);
+    expect(results[2]).toMatchObject({ code: 'POLICY_LIMIT' });
+  });
+
+  it('fixed after review: two limits of one scope, tool and window share a counter, and the second is never checked', async () => {
+    const refund = () =>
+      harness.client.call({
+        caller: 'cautious-bot',
+        session: harness.newSession(),
+        tool: 'refund_order',
+        arguments: JSON.stringify({
+          order_id: 'ORD-1003',
+          amount_cents: 3_000,
+          currency: 'BRL',
+          reason: 'damaged',
+        }),
+      });
+    // Two entries over one window would share one counter: the policy is refused, and says to merge them.
+    expect(() =>
+      checkPolicy({
+        source: 'two limits',
+        value: {
+          ...limitsPolicy,
+          callers: {
+            ...limitsPolicy.callers,
+            'cautious-bot': {
+              ...limitsPolicy.callers['cautious-bot']!,
+              quotas: [
+                { tool: 'refund_order', window: '24h', maxCalls: 10 },
+                { tool: 'refund_order', window: '1d', maxAmount: 5_000 },
+              ],
+            },
+          },
+        },
+        registry: createToolRegistry({ tools: [...ordersContracts, ...testContracts] }),
+        keysDirectory: harness.keysDirectory,
+      }),
+    ).toThrow(/same window at callers\.cautious-bot\.quotas\.0; give one entry both maxCalls and maxAmount/);
+    expect(await refund()).toMatchObject({ ok: true, effect: 'applied' });
+    // 3,000 + 3,000 passes the 5,000 a day the policy allows cautious-bot.
+    expect(await refund()).toMatchObject({ code: 'POLICY_LIMIT', effect: 'none' });
+    expect(await harness.orders.api.refundCount({ orderId: 'ORD-1003' })).toBe(1);
+  });
+
+  it('fixed after review: a reservation taken in one counter leaks when a later counter fails (INTERNAL_ERROR, effect none, still counted)', async () => {
+    // The 12-hour counter cannot answer (here: its id is taken by another workflow; in production any
+    // failure that outlasts the reservation activity's retries).
+    const squatter = await harness.temporal.workflow.start('toolgateControls', {
+      workflowId: quotaWorkflowId({
+        taskQueue: harness.taskQueue,
+        quota: {
+          scope: 'caller',
+          caller: 'hasty-bot',
+          tool: 'refund_order',
+          window: '12h',
+          windowMs: 12 * hourMs,
+          maxCalls: 5,
+        },
+      }),
+      taskQueue: harness.taskQueue,
+      args: [{}],
+    });
+    try {
+      const result = await harness.client.call({
+        caller: 'hasty-bot',
+        session: harness.newSession(),
+        tool: 'refund_order',
+        arguments: JSON.stringify({
+          order_id: 'ORD-1001',
+          amount_cents: 100,
+          currency: 'BRL',
+          reason: 'damaged',
+        }),
+      });
+      expect(result).toMatchObject({ ok: false, effect: 'none' });
+      const day = { caller: 'hasty-bot', tool: 'refund_order', window: '24h', windowMs: dayMs, maxCalls: 5 };
+      expect(await usage(day)).toMatchObject({ calls: 0 });
+    } finally {
+      await squatter.terminate('review cleanup');
+    }
+  });
+
+  it('fixed after review: a write proposed again after an unknown effect counts twice for one refund', async () => {
+    const input = {
+      caller: 'test-refunder',
+      session: harness.newSession(),
+      tool: 'refund_order',
+      arguments: JSON.stringify({
+        order_id: 'ORD-1003',
+        amount_cents: 1_000,
+        currency: 'BRL',
+        reason: 'damaged',
+      }),
+    };
+    const callId = harness.client.callIdOf(input);
+    await harness.orders.api.setFaults({ idempotencyKey: callId, unavailable: 3, lookupUnavailable: 3 });
+    expect(await harness.client.call(input)).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      effect: 'unknown',
+    });
+    expect(await harness.client.call(input)).toMatchObject({ ok: true, effect: 'applied' });
+    expect(await harness.orders.api.refundCount({ orderId: 'ORD-1003' })).toBe(1);
+    const day = {
+      caller: 'test-refunder',
+      tool: 'refund_order',
+      window: '24h',
+      windowMs: dayMs,
+      maxAmount: 10_000,
+    };
+    expect(await usage(day)).toMatchObject({ calls: 1, amount: 1_000 });
+  });
+});
