@@ -6,6 +6,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CancelOutcome } from './admin/cancel-call';
 import { cancelCall } from './admin/cancel-call';
+import { retryingTransient } from './connection/transient-retry';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
 import {
@@ -399,34 +400,6 @@ export class ToolGateClient {
     }
     const recordedResult = await this.result(callId, { wait: true });
     return { ...(recordedResult ?? callNotFound(callId)), replayed: true };
-  }
-}
-
-/**
- * What the server answers while a workflow cannot take an update right now, though nothing was
- * applied: load, a continue-as-new or a closing run, a workflow task that failed to complete (a
- * continue-as-new racing new updates, or a worker that died mid-task), a deduplicated start. Asking
- * again with the same update id is safe: an update already accepted answers with its result.
- */
-const transientUpdateFailure =
-  /RESOURCE_EXHAUSTED|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure|Workflow Task in failed state|StartDeduped/i;
-
-/**
- * Runs `action` again while it fails with a transient update failure: backoff from 100 ms to 2 s,
- * for about 30 s in all, long enough for a replacement worker to take over a workflow task that a
- * killed one left failed.
- */
-async function retryingTransient<T>(action: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await action();
-    } catch (error) {
-      const cause = (error as { cause?: { message?: string } }).cause;
-      const text = `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
-      if (!transientUpdateFailure.test(text) || Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** attempt)));
-    }
   }
 }
 

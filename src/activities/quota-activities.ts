@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import { retryingTransient } from '../connection/transient-retry';
 import type { ApplicableQuota, HeldReservation, QuotaAdmission } from '../shared/quotas';
 import { quotaWorkflowId, quotaWorkflowType, releaseQuotaUpdate, reserveQuotaUpdate } from '../shared/quotas';
 
@@ -34,7 +35,7 @@ export function createQuotaActivities() {
           };
           // A plain update to a counter that runs (the usual case), and only when there is none yet,
           // update-with-start: it costs the server more.
-          const answer = await withBackoff(async () => {
+          const answer = await retryingTransient(async () => {
             try {
               return await client.workflow
                 .getHandle(workflowId)
@@ -46,7 +47,7 @@ export function createQuotaActivities() {
                 startWorkflowOperation: counterStart({ workflowId, taskQueue: info.taskQueue, quota }),
               });
             }
-          });
+          }, reservationRetry);
           if (!answer.ok) {
             await releaseAll({ client, held });
             const { ok: _refused, ...usage } = answer;
@@ -73,10 +74,12 @@ export function createQuotaActivities() {
 async function releaseAll(input: { client: Client; held: HeldReservation[] }): Promise<void> {
   for (const reservation of input.held) {
     try {
-      await withBackoff(() =>
-        input.client.workflow.getHandle(reservation.workflowId).executeUpdate(releaseQuotaUpdate, {
-          args: [{ reservationId: reservation.reservationId, windowMs: reservation.windowMs }],
-        }),
+      await retryingTransient(
+        () =>
+          input.client.workflow.getHandle(reservation.workflowId).executeUpdate(releaseQuotaUpdate, {
+            args: [{ reservationId: reservation.reservationId, windowMs: reservation.windowMs }],
+          }),
+        reservationRetry,
       );
     } catch (error) {
       // A counter that was never started holds nothing to release.
@@ -84,6 +87,9 @@ async function releaseAll(input: { client: Client; held: HeldReservation[] }): P
     }
   }
 }
+
+/** Pushed back by the server (many sessions at once): for 25 s at most, within the 60 s activity. */
+const reservationRetry = { forMs: 25_000 };
 
 function counterStart(input: { workflowId: string; taskQueue: string; quota: ApplicableQuota }) {
   const { quota } = input;
@@ -95,28 +101,6 @@ function counterStart(input: { workflowId: string; taskQueue: string; quota: App
     workflowIdConflictPolicy: 'USE_EXISTING',
     staticSummary: `limit: ${who} calls of ${quota.tool} per ${quota.window}`,
   });
-}
-
-/**
- * Runs `action` again while the server pushes back (at most 10 updates may be in flight per workflow:
- * many sessions reserving at once meet that limit) or a counter is between runs: backoff with jitter,
- * for about 25 s in all. Anything else is thrown at once, and the activity's retry decides.
- */
-async function withBackoff<T>(action: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 25_000;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await action();
-    } catch (error) {
-      const cause = (error as { cause?: { message?: string } }).cause;
-      const text = `${(error as Error)?.name ?? ''} ${String(error)} ${cause?.message ?? ''}`;
-      const pushedBack =
-        /RESOURCE_EXHAUSTED|in-flight|concurrent|continued as new|Workflow Update was aborted/i.test(text);
-      if (!pushedBack || Date.now() >= deadline) throw error;
-      const ceiling = Math.min(2_000, 25 * 2 ** attempt);
-      await new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));
-    }
-  }
 }
 
 /** The quota activities by name; workflows import this type only. */

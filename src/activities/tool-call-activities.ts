@@ -250,10 +250,12 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     async executeToolCall(input: ExecutionInput): Promise<{ output: unknown }> {
       const tool = toolNamed(input.tool);
       const { client, info } = Context.current();
-      // The kill switch, read once more right before the first attempt reaches the backend: a call
-      // evaluated just before an operator turned its tool off does not run. A later attempt goes on,
-      // since an earlier one may have been applied (its answer lost) and only the key's lookup can tell.
-      if (info.attempt === 1) {
+      // The kill switch, read once more right before a write's first attempt reaches the backend: a
+      // call evaluated just before an operator turned its tool off (or approved hours ago) does not
+      // run. A later attempt goes on, since an earlier one may have been applied (its answer lost) and
+      // only the key's lookup can tell. A read, evaluated a moment ago and changing nothing, is not
+      // asked again.
+      if (info.attempt === 1 && tool.contract.effect === 'write') {
         const off = disabledSwitchFor(await readControls({ client, taskQueue: info.taskQueue }), {
           tool: input.tool,
           caller: input.caller,

@@ -132,11 +132,6 @@ async function pipeline(call: CallRun): Promise<ToolResult> {
   // A cancellation accepted while the round was open, handled as its last decision came in.
   const cancelled = call.cancelledResult(steps.evaluated.summary);
   if (cancelled) return cancelled;
-  // An approved call may have waited for hours: the kill switch is read once more before it runs.
-  if (steps.evaluated.approval) {
-    const disabled = await call.toolSwitchStop(steps.evaluated.tool);
-    if (disabled) return disabled;
-  }
   // Step 8: execution, the call id as idempotency key on every attempt, a credential per attempt.
   const executed = await steps.execute(approved.value);
   if (!executed.ok) return executed.result;
@@ -746,12 +741,6 @@ class CallRun {
         ...(usage.resetsAt !== undefined ? { resetsAt: usage.resetsAt } : {}),
       },
     });
-  }
-
-  /** `TOOL_DISABLED` when the kill switch of the call's tool is off now, else undefined. */
-  async toolSwitchStop(tool: string): Promise<ToolResult | undefined> {
-    const off = await this.readToolSwitch(tool);
-    return off ? this.disabledResult(off) : undefined;
   }
 
   disabledResult(off: DisabledSwitch): ToolResult {

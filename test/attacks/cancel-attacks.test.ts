@@ -1,7 +1,5 @@
 import { readdirSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
@@ -11,35 +9,16 @@ import { buildAuditReport, signValue } from 'toolgate';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { startWebhookReceiver } from '../support/webhook-receiver';
 
 // Attacks on cancelling a call that waits for approval, from a review: each test failed while the
 // defect it names was there, and guards its fix.
 
-/** A webhook receiver on loopback: records every POST body (the harness's approvers channel). */
-async function startReceiver() {
-  const received: Record<string, unknown>[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
-      response.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/approvers`,
-    of: (callId: string) => received.filter((body) => body.callId === callId),
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
 let harness: ToolGateHarness;
 
 beforeAll(async () => {
-  receiver = await startReceiver();
+  receiver = await startWebhookReceiver();
 });
 afterAll(async () => {
   await receiver?.stop();
@@ -47,7 +26,7 @@ afterAll(async () => {
 
 useHarness((started) => (harness = started), {
   get notifications() {
-    return { channels: { approvers: { url: receiver.url } }, waiting: ['approvers'] };
+    return { channels: { approvers: { url: receiver.url('/approvers') } }, waiting: ['approvers'] };
   },
 });
 
@@ -147,7 +126,7 @@ describe('cancelling a call that waits for approval, attacked', () => {
   it('fixed after review: the approvers channel is never told a call was cancelled (its follow-up is dropped)', async () => {
     const pending = await proposeRefund({ amount_cents: 1_333 });
     await expect
-      .poll(() => receiver.of(pending.callId).map((body) => body.event), { timeout: 15_000 })
+      .poll(() => receiver.of(pending.callId).map((received) => received.json.event), { timeout: 15_000 })
       .toContain('approval-requested');
     const cancelled = await harness.client.cancel({
       callId: pending.callId,
@@ -157,7 +136,10 @@ describe('cancelling a call that waits for approval, attacked', () => {
     expect(cancelled).toMatchObject({ cancelled: true });
     // The notifier delivers the follow-up beside the call; it is told the round ended `cancelled`.
     await expect
-      .poll(() => receiver.of(pending.callId).map((body) => body.outcome ?? body.event), { timeout: 15_000 })
+      .poll(
+        () => receiver.of(pending.callId).map((received) => received.json.outcome ?? received.json.event),
+        { timeout: 15_000 },
+      )
       .toContain('cancelled');
   }, 60_000);
 

@@ -1,0 +1,33 @@
+/**
+ * What the server answers while a workflow cannot take an update right now, though nothing was
+ * applied: load (more than 10 updates in flight on one workflow), a continue-as-new or a closing run,
+ * a workflow task that failed to complete (a continue-as-new racing new updates, or a worker that died
+ * mid-task), a deduplicated start. Asking again with the same update id is safe: an update already
+ * accepted answers with its result.
+ */
+export const transientUpdateFailure =
+  /RESOURCE_EXHAUSTED|in-flight|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure|Workflow Task in failed state|StartDeduped/i;
+
+/**
+ * Runs `action` again while it fails with a transient update failure: backoff with jitter from about
+ * 50 ms to 2 s, for `forMs` in all (default 30 s, long enough for a replacement worker to take over a
+ * workflow task that a killed one left failed). Anything else is thrown at once.
+ */
+export async function retryingTransient<T>(
+  action: () => Promise<T>,
+  options: { forMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.forMs ?? 30_000);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await action();
+    } catch (error) {
+      const cause = (error as { cause?: { message?: string } }).cause;
+      const name = error instanceof Error ? error.name : '';
+      const text = `${name} ${String(error)} ${cause?.message ?? ''}`;
+      if (!transientUpdateFailure.test(text) || Date.now() >= deadline) throw error;
+      const ceiling = Math.min(2_000, 50 * 2 ** attempt);
+      await new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));
+    }
+  }
+}
