@@ -21,10 +21,11 @@ export {
   cancellationRefusalCodes,
   decisionRefusalCodes,
   errorCodes,
+  grantRefusalCodes,
   registryRefusalCodes,
   switchRefusalCodes,
 } from './shared/codes';
-export type { DecisionRefusalCode, ErrorCode, RegistryRefusalCode } from './shared/codes';
+export type { DecisionRefusalCode, ErrorCode, GrantRefusalCode, RegistryRefusalCode } from './shared/codes';
 export type { Effect, ToolResult } from './shared/tool-result';
 
 // Contract snapshots: what each tool promises the model, committed and compared (`toolgate contract`).
@@ -204,6 +205,32 @@ export { listToolSwitches, setToolSwitch } from './admin/controls';
 export type { SwitchRefusal } from './admin/controls';
 export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './shared/controls';
 export { quotaUsageQuery, quotaWorkflowId } from './shared/quotas';
+export { addGrant, cosignGrant, listGrants, revokeGrant, signGrant } from './admin/grants';
+export { readGrants, readGrantUse } from './activities/grant-activities';
+export {
+  addGrantUpdate,
+  grantsQuery,
+  grantsWorkflowId,
+  grantUseQuery,
+  releaseGrantUpdate,
+  revokeGrantUpdate,
+  useGrantUpdate,
+} from './shared/grants';
+export type {
+  GrantEvent,
+  GrantReceipt,
+  GrantRefusal,
+  GrantRevocation,
+  GrantRevoker,
+  GrantsView,
+  GrantUse,
+  GrantUseRequest,
+  GrantView,
+  SignedGrant,
+  SignedGrantRevocation,
+  StandingGrant,
+} from './shared/grants';
+export { grantQuorum, judgeGrant } from './policy/grant-rules';
 export type { ApplicableQuota, QuotaUsage } from './shared/quotas';
 export type {
   ControlEvent,

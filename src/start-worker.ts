@@ -13,6 +13,7 @@ import {
   temporalClientOn,
 } from './connection/temporal-connection';
 import { createCredentialMinter } from './credentials/credential-minter';
+import { readGrantUse } from './activities/grant-activities';
 import type { CredentialMinter } from './credentials/credential-minter';
 import { keyPaths, readPrivateKey } from './keys/key-files';
 import { resolveNotifications } from './notifications/notification-config';
@@ -205,5 +206,7 @@ function minterFromKeys(input: {
     privateKey,
     policy: () => input.policy,
     approverKeyStatus: (keyId) => readApproverKeyStatus({ client, taskQueue, keyId, audit }),
+    // A call covered by a standing grant: the grants workflow must hold its use.
+    grantUse: (use) => readGrantUse({ client, taskQueue, ...use }),
   });
 }

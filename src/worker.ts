@@ -13,6 +13,7 @@ import {
 import { createApproverKeyActivities } from './activities/approver-key-activities';
 import { createControlsActivities } from './activities/controls-activities';
 import { createQuotaActivities } from './activities/quota-activities';
+import { createGrantActivities } from './activities/grant-activities';
 import { createNotificationActivities } from './activities/notification-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
 import { admissionRefusalRecord } from './audit/audit-store';
@@ -111,6 +112,17 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       audit,
     }),
     ...createQuotaActivities(),
+    // Standing grants: approvers' signed grants judged against the policy, their uses audited.
+    ...createGrantActivities({
+      policy: currentPolicy,
+      tools: (name) => {
+        const contract = options.tools.find((tool) => tool.contract.name === name)?.contract;
+        return contract
+          ? { declaresAmount: typeof (contract as { amount?: unknown }).amount === 'function' }
+          : undefined;
+      },
+      audit,
+    }),
     ...createNotificationActivities({
       audit,
       ...(options.notifications ? { notifications: options.notifications } : {}),

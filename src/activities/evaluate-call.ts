@@ -167,7 +167,13 @@ export function evaluateCall(input: {
         verify: true,
       },
       retry: { ...context.retry, ...contract.retry },
-      ...quotasOf({ policy: context.policy, caller: proposal.caller, contract, args }),
+      ...quotasOf({
+        policy: context.policy,
+        caller: proposal.caller,
+        contract,
+        args,
+        needsApproval: verdict.needsApproval,
+      }),
       ...(verdict.needsApproval
         ? {
             approval: {
@@ -184,17 +190,22 @@ export function evaluateCall(input: {
   };
 }
 
-/** The limits across sessions a call counts toward, and its amount when the tool declares one; nothing when none apply. */
+/**
+ * The limits across sessions a call counts toward, and its amount when the tool declares one and the
+ * call counts toward a limit or needs approval (a standing grant caps amounts); nothing when neither.
+ */
 function quotasOf(input: {
   policy: LoadedPolicy;
   caller: string;
   contract: AnyToolContract;
   args: Record<string, unknown>;
+  needsApproval: boolean;
 }): { quotas?: ApplicableQuota[]; amount?: number } {
-  const quotas = input.policy.quotasFor({ caller: input.caller, tool: input.contract.name });
-  if (quotas.length === 0) return {};
+  const found = input.policy.quotasFor({ caller: input.caller, tool: input.contract.name });
+  const quotas = found.length > 0 ? { quotas: found } : {};
+  if (found.length === 0 && !input.needsApproval) return {};
   const amountOf = (input.contract as { amount?: (args: Record<string, unknown>) => number }).amount;
-  if (!amountOf) return { quotas };
+  if (!amountOf) return quotas;
   const amount = amountOf(input.args);
   // A broken amount function must not count as zero: the evaluation fails (INTERNAL_ERROR), nothing runs.
   if (!Number.isSafeInteger(amount) || amount < 0) {
@@ -202,7 +213,7 @@ function quotasOf(input: {
       `${input.contract.name}: its amount function gave ${String(amount)}, not a whole number ≥ 0`,
     );
   }
-  return { quotas, amount };
+  return { ...quotas, amount };
 }
 
 function summaryOf(input: { contract: AnyToolContract; args: Record<string, unknown> }): string {

@@ -29,6 +29,7 @@ import { toolErrorKind } from '../tools/tool-errors';
 import { createToolRegistry } from '../tools/tool-registry';
 import { disabledSwitchFor } from '../shared/controls';
 import { readControls } from './controls-activities';
+import { coveringGrant, readGrants } from './grant-activities';
 import { evaluateCall, isSigned } from './evaluate-call';
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
@@ -149,12 +150,31 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       // stops the next call at once, on every worker. Unreadable controls fail the evaluation (retried).
       const { client, info } = Context.current();
       const controls = await readControls({ client, taskQueue: info.taskQueue });
-      return evaluateCall({
+      const evaluation = evaluateCall({
         context,
         check: input,
         admitted,
         disabled: (call) => disabledSwitchFor(controls, call),
       });
+      // A call that needs approval: does a standing grant cover it now? (Read only here; the call
+      // takes a use atomically at step 7, and waits for a human when none is left by then.)
+      if (evaluation.ok && evaluation.call.approval) {
+        const { call } = evaluation;
+        // Grants that cannot be read cover nothing: the call waits for a human, the safe side.
+        const grants = await readGrants({ client, taskQueue: info.taskQueue }).catch(() => ({ grants: [] }));
+        const grant = coveringGrant(
+          grants,
+          {
+            caller: input.proposal.caller,
+            tool: call.tool,
+            riskLevel: call.riskLevel,
+            ...(call.amount !== undefined ? { amount: call.amount } : {}),
+          },
+          Date.now(),
+        );
+        if (grant) return { ...evaluation, call: { ...call, standingGrant: grant.grantId } };
+      }
+      return evaluation;
     },
 
     /**

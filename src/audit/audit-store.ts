@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { auditedRawArguments } from '../shared/proposal';
 import type { RegistryEvent } from '../shared/approver-keys';
 import type { ControlEvent } from '../shared/controls';
+import type { GrantEvent } from '../shared/grants';
 import type { AdmissionRefusal, DecisionAttempt, DecisionRecord } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
@@ -24,6 +25,8 @@ export interface AuditRecord {
   policyVersion?: string;
   /** Accepted decisions, in order. */
   decisions?: DecisionRecord[];
+  /** The standing grant that approved the call instead of decisions: its id and approvers. */
+  grant?: { grantId: string; approvers: string[] };
   code: string;
   ok: boolean;
   effect: ToolResult['effect'];
@@ -130,10 +133,15 @@ export interface AuditStore {
   appendNotificationDelivery(delivery: NotificationDelivery): Promise<boolean>;
   /** Every webhook delivery of a call, oldest first. */
   notificationDeliveriesOf(callId: string): Promise<(NotificationDelivery & { recordedAt: string })[]>;
-  /** Appends a kill-switch change attempted, accepted or refused; the same (change id, outcome) twice writes once. */
-  appendControlEvent(event: ControlEvent): Promise<boolean>;
+  /**
+   * Appends an operating control's event: a kill-switch change or a standing grant's (added,
+   * revoked, used, released), accepted or refused; the same (change id, outcome) twice writes once.
+   */
+  appendControlEvent(event: ControlEvent | GrantEvent): Promise<boolean>;
   /** Kill-switch changes attempted, oldest first; with `tool`, only that tool's. */
   controlEvents(input?: { tool?: string }): Promise<(ControlEvent & { recordedAt: string })[]>;
+  /** Standing grants' events, oldest first; with `grantId`, only that grant's. */
+  grantEvents(input?: { grantId?: string }): Promise<(GrantEvent & { recordedAt: string })[]>;
   /** Closes the store (its file, or its pool of connections); a store is not used after. */
   close(): Promise<void>;
 }
@@ -268,9 +276,9 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
   const controlEventsOfTool = database.prepare(
     'SELECT event, recorded_at FROM control_events WHERE tool = ? ORDER BY sequence',
   );
-  const parseControlEvent = (row: unknown): ControlEvent & { recordedAt: string } => {
+  const parseControlEvent = (row: unknown): (ControlEvent | GrantEvent) & { recordedAt: string } => {
     const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
-    return { ...(JSON.parse(event) as ControlEvent), recordedAt };
+    return { ...(JSON.parse(event) as ControlEvent | GrantEvent), recordedAt };
   };
   const parseRegistryEvent = (row: unknown): RegistryEvent & { recordedAt: string } => {
     const { event, recorded_at: recordedAt } = row as { event: string; recorded_at: string };
@@ -343,11 +351,26 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
         event: JSON.stringify(event),
       }).changes === 1,
     controlEvents: async (input) =>
-      (input?.tool !== undefined ? controlEventsOfTool.all(input.tool) : allControlEvents.all()).map(
-        parseControlEvent,
-      ),
+      (input?.tool !== undefined ? controlEventsOfTool.all(input.tool) : allControlEvents.all())
+        .map(parseControlEvent)
+        .filter(isSwitchEvent),
+    grantEvents: async (input) =>
+      allControlEvents
+        .all()
+        .map(parseControlEvent)
+        .filter((event): event is GrantEvent & { recordedAt: string } => isGrantEvent(event, input?.grantId)),
     close: async () => {
       database.close();
     },
   };
+}
+
+/** A kill-switch change, among the control events (the table holds the grants' events too). */
+export function isSwitchEvent<T extends ControlEvent | GrantEvent>(event: T): event is T & ControlEvent {
+  return event.action === 'disable' || event.action === 'enable';
+}
+
+/** A standing grant's event (of `grantId`, when given), among the control events. */
+export function isGrantEvent(event: ControlEvent | GrantEvent, grantId?: string): event is GrantEvent {
+  return !isSwitchEvent(event) && (grantId === undefined || event.grantId === grantId);
 }

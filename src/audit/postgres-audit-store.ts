@@ -3,8 +3,10 @@ import type { PoolConfig } from 'pg';
 import { ConfigurationError } from '../policy/load-policy';
 import type { RegistryEvent } from '../shared/approver-keys';
 import type { ControlEvent } from '../shared/controls';
+import type { GrantEvent } from '../shared/grants';
 import type { DecisionAttempt } from '../shared/temporal';
 import type { AuditRecord, AuditStore, NotificationDelivery } from './audit-store';
+import { isGrantEvent, isSwitchEvent } from './audit-store';
 
 // Any fixed number serves: every store takes the same lock around its DDL, so two workers starting
 // at once create the tables one after the other instead of failing on each other's catalog rows.
@@ -146,7 +148,7 @@ export async function openPostgresAuditStore(input: {
     }));
   const readControlEvents = async (sql: string, values: unknown[] = []) =>
     (await rows<{ event: string; recorded_at: string }>(sql, values)).map((row) => ({
-      ...(JSON.parse(row.event) as ControlEvent),
+      ...(JSON.parse(row.event) as ControlEvent | GrantEvent),
       recordedAt: row.recorded_at,
     }));
   return {
@@ -233,13 +235,18 @@ export async function openPostgresAuditStore(input: {
          VALUES ($1, $2, $3, $4) ON CONFLICT (change_id, outcome) DO NOTHING`,
         [event.changeId, event.outcome, event.tool, JSON.stringify(event)],
       ),
-    controlEvents: (input) =>
-      input?.tool !== undefined
-        ? readControlEvents(
+    controlEvents: async (input) =>
+      (input?.tool !== undefined
+        ? await readControlEvents(
             `SELECT event, ${isoRecordedAt} FROM control_events WHERE tool = $1 ORDER BY sequence`,
             [input.tool],
           )
-        : readControlEvents(`SELECT event, ${isoRecordedAt} FROM control_events ORDER BY sequence`),
+        : await readControlEvents(`SELECT event, ${isoRecordedAt} FROM control_events ORDER BY sequence`)
+      ).filter(isSwitchEvent),
+    grantEvents: async (input) =>
+      (
+        await readControlEvents(`SELECT event, ${isoRecordedAt} FROM control_events ORDER BY sequence`)
+      ).filter((event): event is GrantEvent & { recordedAt: string } => isGrantEvent(event, input?.grantId)),
     // Closing twice is harmless, as with SQLite.
     close: () => (ended ??= pool.end()),
   };

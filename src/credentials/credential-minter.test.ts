@@ -7,7 +7,7 @@ import type { ExecutionApproval } from './credential-minter';
 import { verifyCredential } from './credential-token';
 import { publicKeyHex, signValue } from '../keys/key-files';
 import { checkPolicy } from '../policy/load-policy';
-import type { DecisionEnvelope, SignedDecision } from '../shared/approval';
+import type { DecisionEnvelope, RoundApproval, SignedDecision } from '../shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
 import { contractDigestOf } from '../tools/contract-digest';
@@ -55,7 +55,7 @@ function approvalBy(
   signers: [string, ReturnType<typeof pair>][],
   overrides: Partial<DecisionEnvelope> = {},
   callArgs = args,
-): ExecutionApproval {
+): RoundApproval {
   return {
     round: 1,
     nonce,
@@ -197,7 +197,7 @@ describe('the credential minter trusts no flag from the workflow', () => {
 });
 
 describe('the credential minter judges each decision by the rules the workflow applies', () => {
-  const withDecisions = (decisions: unknown[]): ExecutionApproval => ({
+  const withDecisions = (decisions: unknown[]): RoundApproval => ({
     ...approvalBy([]),
     decisions: decisions as SignedDecision[],
   });

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { evaluatePolicy } from '../policy/evaluate-policy';
-import type { CredentialClaims, ExecutionApproval } from '../shared/approval';
+import type { CredentialClaims, ExecutionApproval, GrantApproval } from '../shared/approval';
+import { judgeGrant } from '../policy/grant-rules';
+import { grantRefusesCall } from '../shared/grants';
+import type { RiskLevel } from '../tools/risk-levels';
 import type { ApproverKeyStatus, VerifiedKey } from '../shared/approver-keys';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
@@ -53,6 +56,14 @@ export function createCredentialMinter(input: {
    * decision signed with an enrolled key holds: the minter fails closed.
    */
   approverKeyStatus?: (keyId: string) => Promise<ApproverKeyStatus>;
+  /**
+   * Whether the grants workflow holds a use of a grant for a reservation, and when it was taken (see
+   * `readGrantUse`). Without it, no call runs on a standing grant: the minter fails closed.
+   */
+  grantUse?: (input: {
+    grantId: string;
+    reservationId: string;
+  }) => Promise<{ held: boolean; usedAt?: string }>;
 }): CredentialMinter {
   return {
     tickets: createAdmissionTickets({ privateKey: input.privateKey }),
@@ -63,8 +74,19 @@ export function createCredentialMinter(input: {
       const verdict = evaluatePolicy({ contract, args, caller, callerPolicy });
       if (!verdict.ok) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
       const argsDigest = digestOf(args);
-      if (verdict.needsApproval) {
-        if (!approval)
+      if (verdict.needsApproval && approval && 'grant' in approval) {
+        await confirmGrant({
+          approval,
+          contract,
+          caller,
+          callId,
+          args,
+          riskLevel: verdict.riskLevel,
+          policy,
+          grantUse: input.grantUse,
+        });
+      } else if (verdict.needsApproval) {
+        if (!approval || 'grant' in approval)
           throw new MintRefusal(`risk level "${verdict.riskLevel}" needs approval and none was given`);
         const expectedNonce = approvalNonce({
           runId,
@@ -129,6 +151,74 @@ export function createCredentialMinter(input: {
       return signCredential({ claims, privateKey: input.privateKey });
     },
   };
+}
+
+/**
+ * Refuses a call covered by a standing grant unless the grant holds under the minter's own policy as
+ * it stood when the use was taken (signatures, approvers' levels, quorum, not expired then), covers
+ * this caller, tool, risk level and amount, and the grants workflow holds a use of it for this call:
+ * a grant's calls and total are counted there, so a grant copied into another call's approval mints
+ * nothing.
+ */
+async function confirmGrant(input: {
+  approval: GrantApproval;
+  contract: AnyToolContract;
+  caller: string;
+  callId: string;
+  args: Record<string, unknown>;
+  riskLevel: RiskLevel;
+  policy: LoadedPolicy;
+  grantUse:
+    | ((input: { grantId: string; reservationId: string }) => Promise<{ held: boolean; usedAt?: string }>)
+    | undefined;
+}): Promise<void> {
+  const { approval, contract } = input;
+  const grantId = String((approval.grant as { grant?: { grantId?: unknown } } | undefined)?.grant?.grantId);
+  if (!input.grantUse) throw new MintRefusal(`the minter cannot look up standing grants (grant ${grantId})`);
+  // A write's use is keyed by its call id: a grant's use by another call does not cover this one.
+  if (approval.reservationId !== input.callId) {
+    throw new MintRefusal(`grant ${grantId} was used by another call, not ${input.callId}`);
+  }
+  let use: { held: boolean; usedAt?: string };
+  try {
+    use = await input.grantUse({ grantId, reservationId: input.callId });
+  } catch {
+    throw new MintRefusal(`the grants workflow did not answer for grant ${grantId}`);
+  }
+  if (!use.held || use.usedAt === undefined) {
+    throw new MintRefusal(`grant ${grantId} holds no use for call ${input.callId}`);
+  }
+  const usedAtMs = Date.parse(use.usedAt);
+  const judged = judgeGrant({
+    signed: approval.grant,
+    policy: input.policy,
+    tool: (name) =>
+      name === contract.name
+        ? { declaresAmount: typeof amountFunctionOf(contract) === 'function' }
+        : undefined,
+    nowMs: usedAtMs,
+  });
+  if (!judged.ok) throw new MintRefusal(`grant ${grantId} does not hold (${judged.code}: ${judged.reason})`);
+  const amountOf = amountFunctionOf(contract);
+  const amount = amountOf ? amountOf(input.args) : undefined;
+  const refusal = grantRefusesCall({
+    grant: approval.grant.grant,
+    used: { calls: 0, amount: 0 },
+    call: {
+      caller: input.caller,
+      tool: contract.name,
+      riskLevel: input.riskLevel,
+      ...(amount !== undefined ? { amount } : {}),
+    },
+    nowMs: usedAtMs,
+  });
+  if (refusal) throw new MintRefusal(`grant ${grantId} does not cover this call (${refusal})`);
+}
+
+function amountFunctionOf(
+  contract: AnyToolContract,
+): ((args: Record<string, unknown>) => number) | undefined {
+  return (contract as { amount?: (args: Record<string, unknown>) => number }).amount;
 }
 
 /** Refuses unless the registry holds exactly this key, for this approver and invite, and not revoked. */

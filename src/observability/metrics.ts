@@ -88,7 +88,10 @@ export function createToolGateMetrics(input: { knownTools?: Iterable<string> } =
       const approval = approvalOutcomeOf(record);
       if (approval) {
         approvals.inc({ tool, outcome: approval.outcome });
-        timeToDecision.observe({ tool, outcome: approval.outcome }, approval.seconds);
+        // Time to a human's decision: a standing grant asked nobody.
+        if (approval.outcome !== 'granted') {
+          timeToDecision.observe({ tool, outcome: approval.outcome }, approval.seconds);
+        }
       }
     },
     circuitOpened: ({ tool }) => circuits.inc({ tool: toolLabel(tool) }),

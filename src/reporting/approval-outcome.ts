@@ -3,23 +3,31 @@
 import type { AuditRecord } from '../audit/audit-store';
 
 /**
- * How a call's approval ended: approved (the quorum was reached), denied, expired, or cancelled (by
- * its caller's harness or an operator, whatever approvals it had).
+ * How a call's approval ended: approved (the quorum was reached), denied, expired, cancelled (by
+ * its caller's harness or an operator, whatever approvals it had), or granted (a standing grant
+ * covered it: no human was asked, no time waited).
  */
-export type ApprovalOutcome = 'approved' | 'denied' | 'expired' | 'cancelled';
+export type ApprovalOutcome = 'approved' | 'denied' | 'expired' | 'cancelled' | 'granted';
 
 /** The approval outcomes, in the order reports list them. */
-export const approvalOutcomes: readonly ApprovalOutcome[] = ['approved', 'denied', 'expired', 'cancelled'];
+export const approvalOutcomes: readonly ApprovalOutcome[] = [
+  'approved',
+  'denied',
+  'expired',
+  'cancelled',
+  'granted',
+];
 
 /**
  * A record's approval outcome and the time to it: from the run's start (when the round opened, give
  * or take its business checks) to the decision that ended it (the last approval, the denial) or to
  * the expiry. `undefined` for a call that never waited for a human (a read, an autonomous write, a
- * refusal before step 7, a standing grant).
+ * refusal before step 7); `granted`, at 0 seconds, for a call a standing grant covered.
  */
 export function approvalOutcomeOf(
-  record: Pick<AuditRecord, 'code' | 'decisions' | 'startedAt' | 'finishedAt'>,
+  record: Pick<AuditRecord, 'code' | 'decisions' | 'startedAt' | 'finishedAt' | 'grant'>,
 ): { outcome: ApprovalOutcome; seconds: number } | undefined {
+  if (record.grant) return { outcome: 'granted', seconds: 0 };
   const decisions = record.decisions ?? [];
   const started = Date.parse(record.startedAt);
   const secondsUntil = (at: string | undefined): number => {

@@ -120,7 +120,7 @@ describe('the audit report', () => {
     expect(report.recovery).toMatchObject({ recovered: 0, notRecovered: 1 });
   });
 
-  it('splits approvals into approved, denied, expired and cancelled with the time to each', () => {
+  it('splits approvals into approved, denied, expired, cancelled and granted with the time to each', () => {
     const records = [
       record({
         session: 's',
@@ -162,6 +162,11 @@ describe('the audit report', () => {
         finishedMinute: 7,
         decisions: [decision('approve', 6)],
       }),
+      // Covered by a standing grant: granted, no human asked, no time waited.
+      {
+        ...record({ session: 's', tool: 'refund_order', code: 'OK', minute: 0, finishedMinute: 1 }),
+        grant: { grantId: 'g-1', approvers: ['alice'] },
+      },
     ];
     const report = buildAuditReport({ since: 'a', until: 'b', records, sessionRecords: new Map() });
     expect(report.approvals).toEqual({
@@ -169,6 +174,7 @@ describe('the audit report', () => {
       denied: { count: 1, medianSeconds: 600, p90Seconds: 600, maxSeconds: 600 },
       expired: { count: 1, medianSeconds: 3600, p90Seconds: 3600, maxSeconds: 3600 },
       cancelled: { count: 1, medianSeconds: 300, p90Seconds: 300, maxSeconds: 300 },
+      granted: { count: 1, medianSeconds: 0, p90Seconds: 0, maxSeconds: 0 },
     });
     expect(approvalOutcomeOf(records[4]!)).toBeUndefined();
     expect(approvalOutcomeOf(records[6]!)).toBeUndefined();

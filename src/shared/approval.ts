@@ -1,5 +1,6 @@
 import type { KeyChain } from './approver-keys';
 import { canonicalJson, sha256Hex } from './canonical-json';
+import type { SignedGrant } from './grants';
 
 /** What an approver signs: one decision for one round of one run of one call. */
 export interface DecisionEnvelope {
@@ -42,12 +43,25 @@ export function approvalNonce(input: { runId: string; round: number; previewDige
   );
 }
 
-/** The approval a write carries to the minter: the round it was approved in, with the signed decisions. */
-export interface ExecutionApproval {
+/** The approval a write carries to the minter: a round's signed decisions, or a standing grant's use. */
+export type ExecutionApproval = RoundApproval | GrantApproval;
+
+/** Approved in a round: the round, with the signed decisions. */
+export interface RoundApproval {
   round: number;
   nonce: string;
   previewDigest: string;
   decisions: SignedDecision[];
+}
+
+/**
+ * Covered by a standing grant: the signed grant, and the reservation whose use the grants workflow
+ * holds (a write's call id). The minter verifies the grant against its own policy and asks the grants
+ * workflow whether it holds that use.
+ */
+export interface GrantApproval {
+  grant: SignedGrant;
+  reservationId: string;
 }
 
 /** What a credential says: the one operation on one resource that one call may perform, briefly. */

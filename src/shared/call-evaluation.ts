@@ -60,8 +60,16 @@ export interface EvaluatedCall {
   approval?: ApprovalRequirement;
   /** The limits across sessions this call counts toward (absent: none); reserved before its checks. */
   quotas?: ApplicableQuota[];
-  /** What the call moves, from the contract's `amount` (present with `quotas` when the tool declares one). */
+  /**
+   * What the call moves, from the contract's `amount`, when the tool declares one and the call counts
+   * toward a limit or needs approval (a standing grant's caps).
+   */
   amount?: number;
+  /**
+   * A standing grant that covered the call when it was evaluated (its id): the call asks the grants
+   * workflow for a use instead of opening an approval round. Absent: no grant did; it waits for a human.
+   */
+  standingGrant?: string;
 }
 
 /** Where the pipeline stopped, with the model's answer; `data` for the model to act on. */

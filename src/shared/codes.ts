@@ -89,6 +89,33 @@ export const switchRefusalCodes = [
   'CALLER_UNKNOWN',
 ] as const;
 
+/**
+ * What approvers or operators are told when a standing grant or its revocation is refused; nothing
+ * changed: malformed, expired or longer than the policy's `maxApprovalWindow`, sent again, a caller or
+ * tool the workers do not know, amount caps on a tool that declares no amount, an approver unknown,
+ * not signing, holding a lower level than the grant covers or operating the caller, fewer distinct
+ * approvers than the grant's levels ask (two for `critical`); a revocation for a grant not held or no
+ * longer active, or by someone who neither signed the grant nor is an operator.
+ */
+export const grantRefusalCodes = [
+  'GRANT_INVALID',
+  'GRANT_REPLAYED',
+  'CALLER_UNKNOWN',
+  'UNKNOWN_TOOL',
+  'APPROVER_UNKNOWN',
+  'SIGNATURE_INVALID',
+  'APPROVER_NOT_ALLOWED',
+  'SELF_APPROVAL',
+  'QUORUM_NOT_MET',
+  'GRANT_UNKNOWN',
+  'GRANT_NOT_ACTIVE',
+  'OPERATOR_UNKNOWN',
+  'REVOCATION_NOT_ALLOWED',
+] as const;
+
+/** A reason a grant or revocation was refused. */
+export type GrantRefusalCode = (typeof grantRefusalCodes)[number];
+
 /** A reason a decision was refused. */
 export type DecisionRefusalCode = (typeof decisionRefusalCodes)[number];
 

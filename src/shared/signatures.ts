@@ -16,7 +16,10 @@ export type SignedKind =
   // a caller's harness or an operator cancelling a call that waits for approval
   | 'cancellation'
   // an operator turning a tool off or on (the kill switch)
-  | 'tool-switch';
+  | 'tool-switch'
+  // approvers granting a caller a bounded standing approval, and its revocation
+  | 'grant'
+  | 'grant-revocation';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

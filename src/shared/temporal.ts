@@ -84,6 +84,14 @@ export interface CallState {
   approvalRule?: string;
   approval?: ApprovalView;
   decisions: DecisionRecord[];
+  /**
+   * Step 7 by a standing grant: the grant the call used (its id, approvers, reason, expiry), or why the
+   * grant its evaluation saw no longer covered it (the call then waited for a human). Absent: no grant
+   * covered it.
+   */
+  grant?:
+    | { outcome: 'used'; grantId: string; approvers: string[]; reason: string; expiresAt: string }
+    | { outcome: 'not-covered'; reason: string };
   /** The answer while approval is pending (`APPROVAL_PENDING`); not final. */
   pending?: ToolResult;
   result?: ToolResult;
@@ -197,4 +205,12 @@ export const searchAttributes = {
 } as const;
 
 /** The approval states the `ApprovalState` search attribute takes. */
-export type ApprovalState = 'none' | 'pending' | 'approved' | 'denied' | 'expired' | 'cancelled';
+export type ApprovalState =
+  | 'none'
+  | 'pending'
+  | 'approved'
+  | 'denied'
+  | 'expired'
+  | 'cancelled'
+  // covered by a standing grant: ran without waiting for a human
+  | 'granted';

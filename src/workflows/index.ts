@@ -5,3 +5,4 @@ export { toolgateApproverKeys } from './approver-keys';
 export { toolgateApprovalNotifications } from './approval-notifier';
 export { toolgateControls } from './controls';
 export { toolgateQuota } from './quota';
+export { toolgateGrants } from './grants';

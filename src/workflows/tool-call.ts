@@ -55,6 +55,7 @@ import type {
   ToolGateSinks,
 } from '../shared/temporal';
 import { callStateQuery, cancelUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
+import type { GrantActivities } from '../activities/grant-activities';
 import type { ControlsActivities } from '../activities/controls-activities';
 import type { QuotaActivities } from '../activities/quota-activities';
 import type { HeldReservation } from '../shared/quotas';
@@ -175,6 +176,9 @@ async function approve(call: CallRun, steps: ToolSteps): Promise<Step<ExecutionA
   const requirement = steps.evaluated.approval;
   if (!requirement) return { ok: true, value: undefined };
   call.state.approvalRule = requirement.rule;
+  // A standing grant covered the call at evaluation: take a use of it, atomically, instead of waiting.
+  const granted = await call.useStandingGrant(steps.evaluated);
+  if (granted) return { ok: true, value: granted };
   const notifications = call.notifyApprovals({ evaluated: steps.evaluated, requirement });
   // While it waits, an operator may turn the tool off: the controls tell the call, which reads the switch.
   void call.watchToolSwitch(steps.evaluated.tool);
@@ -500,6 +504,8 @@ class CallRun {
   };
   /** A read's execution started: it counts toward its limits whatever it answers. */
   executedRead = false;
+  /** The standing grant's use the call took (step 7): given back if it ends without an effect. */
+  private grantUse?: { grantId: string; reservationId: string };
   /** Set when the kill switch, read after the controls told the call, turned its tool off while it waited. */
   disabledSwitch?: DisabledSwitch;
   private switchWakeUps = 0;
@@ -612,6 +618,19 @@ class CallRun {
         });
       }
     }
+    if (this.grantUse && result.effect === 'none' && !this.executedRead) {
+      try {
+        await proxyLocalActivities<GrantActivities>({
+          startToCloseTimeout: '60s',
+          retry: { maximumAttempts: 5, initialInterval: '500ms' },
+        }).releaseStandingGrant(this.grantUse);
+      } catch (error) {
+        log.error("a standing grant's use could not be given back; it stays counted", {
+          callId: this.callId,
+          error: String(error),
+        });
+      }
+    }
     this.setAttribute({ key: searchAttributes.toolCode, value: result.code }, { flush: true });
     setCurrentDetails(
       `${this.evaluation?.summary ?? this.proposal.tool}: ${result.code} (effect ${result.effect})`,
@@ -676,6 +695,54 @@ class CallRun {
         error: String(error),
       });
     }
+  }
+
+  /**
+   * Step 7 by a standing grant: when the evaluation saw one covering the call, takes a use of it (a
+   * recorded local activity: the grants workflow counts it atomically and the worker checks the grant
+   * against its policy). The grant and its approvers join the call's state and audit record. Undefined
+   * when no grant covers it (any more): the call then asks for approval as usual.
+   */
+  async useStandingGrant(evaluated: EvaluatedCall): Promise<ExecutionApproval | undefined> {
+    if (evaluated.standingGrant === undefined) return undefined;
+    // Keyed as the limits are: a write by its call id, so a run proposed again never takes two uses.
+    const reservationId = evaluated.effect === 'write' ? this.callId : `${this.callId}:${this.runId}`;
+    let used: Awaited<ReturnType<GrantActivities['useStandingGrant']>>;
+    try {
+      used = await proxyLocalActivities<GrantActivities>({
+        startToCloseTimeout: '60s',
+        retry: { maximumAttempts: 3, initialInterval: '500ms' },
+      }).useStandingGrant({
+        reservationId,
+        callId: this.callId,
+        caller: this.proposal.caller,
+        tool: evaluated.tool,
+        riskLevel: evaluated.riskLevel,
+        ...(evaluated.amount !== undefined ? { amount: evaluated.amount } : {}),
+      });
+    } catch (error) {
+      // The grants could not be asked: a human decides instead.
+      log.warn('a standing grant could not be used; the call asks for approval', {
+        callId: this.callId,
+        error: String(error),
+      });
+      return undefined;
+    }
+    if (!used.ok) {
+      this.state.grant = { outcome: 'not-covered', reason: used.reason };
+      return undefined;
+    }
+    const { grant } = used.grant;
+    this.grantUse = { grantId: grant.grantId, reservationId };
+    this.state.grant = {
+      outcome: 'used',
+      grantId: grant.grantId,
+      approvers: used.approvers,
+      reason: grant.reason,
+      expiresAt: grant.expiresAt,
+    };
+    this.setAttribute({ key: searchAttributes.approvalState, value: 'granted' }, { flush: true });
+    return { grant: used.grant, reservationId };
   }
 
   /**
@@ -960,6 +1027,9 @@ class CallRun {
       ...(evaluation?.riskLevel ? { riskLevel: evaluation.riskLevel } : {}),
       ...(evaluation ? { policyVersion: evaluation.policyVersion } : {}),
       ...(this.state.decisions.length ? { decisions: this.state.decisions } : {}),
+      ...(this.state.grant?.outcome === 'used'
+        ? { grant: { grantId: this.state.grant.grantId, approvers: this.state.grant.approvers } }
+        : {}),
       code: result.code,
       ok: result.ok,
       effect: result.effect,

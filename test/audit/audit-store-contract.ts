@@ -3,10 +3,17 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AuditRecord, AuditStore, DecisionAttempt, NotificationDelivery, RegistryEvent } from 'toolgate';
+import type {
+  AuditRecord,
+  AuditStore,
+  ControlEvent,
+  DecisionAttempt,
+  GrantEvent,
+  NotificationDelivery,
+  RegistryEvent,
+} from 'toolgate';
 
 /** A kill-switch change attempt, as the store takes it. */
-type ControlEvent = Parameters<AuditStore['appendControlEvent']>[0];
 
 /** One empty database the suite opens stores on, and reaches past them. */
 export interface AuditStoreBacking {
@@ -410,6 +417,40 @@ export function describeAuditStoreContract(input: {
       expect(await ofTool('refund_order')).toEqual([disabled, refused, enabled]);
       expect(await ofTool('delete_account')).toEqual([everyone]);
       expect(await ofTool('get_order')).toEqual([]);
+    });
+
+    it("keeps standing grants' events beside the switches, each read back by its own method, once per id", async () => {
+      const { store } = await fresh();
+      const switched = controlEvent();
+      const grantId = randomUUID();
+      const grantEvent = (overrides: Partial<GrantEvent>): GrantEvent => ({
+        changeId: grantId,
+        action: 'grant',
+        grantId,
+        tool: 'refund_order',
+        caller: 'support-bot',
+        outcome: 'accepted',
+        ...overrides,
+      });
+      const added = grantEvent({ reason: 'small refunds' });
+      const used = grantEvent({
+        changeId: `${grantId}:1`,
+        action: 'use-grant',
+        reservationId: 'tc-1',
+        callId: 'tc-1',
+        amount: 500,
+      });
+      const other = grantEvent({ changeId: 'other', grantId: 'other', action: 'grant' });
+      expect(await store.appendControlEvent(switched)).toBe(true);
+      expect(await store.appendControlEvent(added)).toBe(true);
+      expect(await store.appendControlEvent(used)).toBe(true);
+      expect(await store.appendControlEvent(used)).toBe(false);
+      expect(await store.appendControlEvent(other)).toBe(true);
+      const strip = <T extends { recordedAt: string }>(events: T[]) =>
+        events.map(({ recordedAt: _recordedAt, ...event }) => event);
+      expect(strip(await store.controlEvents())).toEqual([switched]);
+      expect(strip(await store.grantEvents())).toEqual([added, used, other]);
+      expect(strip(await store.grantEvents({ grantId }))).toEqual([added, used]);
     });
 
     it('refuses an UPDATE or a DELETE issued directly against the database, on every table', async () => {

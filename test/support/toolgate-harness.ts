@@ -30,6 +30,7 @@ import {
   keyPaths,
   openSqliteAuditStore,
   readApproverKeyStatus,
+  readGrantUse,
   readPrivateKey,
   resolveConfig,
   resolveTemporalConnection,
@@ -184,6 +185,7 @@ export async function startHarness(input: {
       policy: () => minterPolicy,
       approverKeyStatus: (keyId) =>
         readApproverKeyStatus({ client: registryClient, taskQueue, keyId, audit }),
+      grantUse: (use) => readGrantUse({ client: registryClient, taskQueue, ...use }),
     });
     let tools: readonly ImplementedTool[] = [
       ...createOrdersTools({

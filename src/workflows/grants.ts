@@ -1,0 +1,333 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { GrantActivities, HeldGrantRecord } from '../activities/grant-activities';
+import type {
+  GrantEvent,
+  GrantReceipt,
+  GrantUse,
+  GrantUseRequest,
+  GrantView,
+  SignedGrant,
+  SignedGrantRevocation,
+} from '../shared/grants';
+import {
+  addGrantUpdate,
+  grantRefusesCall,
+  grantShapeProblem,
+  grantsQuery,
+  grantStateOf,
+  grantUseQuery,
+  releaseGrantUpdate,
+  revocationShapeProblem,
+  revokeGrantUpdate,
+  revokerName,
+  useGrantUpdate,
+} from '../shared/grants';
+
+/** Nothing is carried across continue-as-new: every run rebuilds its grants from the audit store. */
+export interface GrantsInput {
+  /** Continue as new after this many accepted updates in one run (default 500), besides Temporal's suggestion. */
+  continueAsNewAfter?: number;
+}
+
+/** A grant that ended (revoked, expired, used up) is still listed for this long, then dropped from memory. */
+const endedKeptMs = 24 * 60 * 60 * 1000;
+
+const checks = proxyLocalActivities<GrantActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 3, initialInterval: '200ms' },
+});
+
+/** A grant held by the workflow: the signed grant, who signed it, its uses, and its revocation. */
+class HeldGrant {
+  readonly uses: Map<string, { callId: string; amount: number; usedAt: string }>;
+  revoked?: { by: string; reason: string; at: string };
+  /** Events written for this grant: the next use or release is keyed `<grantId>:<events>`. */
+  events: number;
+
+  constructor(
+    readonly signed: SignedGrant,
+    readonly approvers: string[],
+    restored?: HeldGrantRecord,
+  ) {
+    this.uses = new Map(restored?.uses ?? []);
+    if (restored?.revoked) this.revoked = restored.revoked;
+    this.events = restored?.events ?? 1;
+  }
+
+  get used(): { calls: number; amount: number } {
+    let amount = 0;
+    for (const use of this.uses.values()) amount += use.amount;
+    return { calls: this.uses.size, amount };
+  }
+
+  view(nowMs: number): GrantView {
+    const { grant } = this.signed;
+    const used = this.used;
+    return {
+      grant,
+      approvers: [...this.approvers],
+      state: grantStateOf({ grant, revoked: this.revoked !== undefined, usedCalls: used.calls, nowMs }),
+      usedCalls: used.calls,
+      usedAmount: used.amount,
+      remainingCalls: Math.max(0, grant.maxCalls - used.calls),
+      ...(grant.maxAmount !== undefined
+        ? { remainingAmount: Math.max(0, grant.maxAmount - used.amount) }
+        : {}),
+      calls: [...this.uses.values()].map((use) => use.callId),
+      ...(this.revoked ? { revoked: this.revoked } : {}),
+    };
+  }
+
+  /** When it stopped being usable (revoked, expired, or its last call taken), for pruning; undefined while usable. */
+  endedAtMs(nowMs: number): number | undefined {
+    if (this.revoked) return Date.parse(this.revoked.at);
+    const expiresAtMs = Date.parse(this.signed.grant.expiresAt);
+    if (nowMs >= expiresAtMs) return expiresAtMs;
+    if (this.uses.size >= this.signed.grant.maxCalls) {
+      return Math.max(...[...this.uses.values()].map((use) => Date.parse(use.usedAt)));
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The standing grants of a task queue (`toolgate-grants:<queue>`). A grant is added by its approvers'
+ * signatures (the worker judges them against its policy and audits the attempt), revoked by one of
+ * them or an operator, and used by calls: each use is taken in one update (workflows run their updates
+ * one at a time, and the use is counted before the handler awaits anything), so concurrent sessions
+ * never take more calls or amount than the grant allows. Every accepted change and every use and
+ * release is written to the audit store before it is answered, and each run rebuilds its grants from
+ * there: a terminated or crafted run holds exactly what the approvers signed and the calls used.
+ */
+export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
+  const grants = new Map<string, HeldGrant>();
+  /** Every grant and revocation id ever sent (from the audit store, then this run): none counts twice. */
+  const seen = new Set<string>();
+  const inFlight = new Set<string>();
+  let restored = false;
+  let updates = 0;
+
+  const view = () => {
+    const nowMs = Date.now();
+    return { grants: [...grants.values()].map((held) => held.view(nowMs)) };
+  };
+  setHandler(grantsQuery, view);
+  setHandler(grantUseQuery, ({ grantId, reservationId }) => {
+    const use = grants.get(grantId)?.uses.get(reservationId);
+    return use ? { held: true, usedAt: use.usedAt } : { held: false };
+  });
+
+  setHandler(
+    addGrantUpdate,
+    async (signed: SignedGrant): Promise<GrantReceipt> => {
+      await condition(() => restored);
+      const { grantId } = signed.grant;
+      refuseIf(seen.has(grantId) || inFlight.has(grantId), 'GRANT_REPLAYED', 'this grant was sent already');
+      inFlight.add(grantId);
+      try {
+        const verdict = await checks.checkGrant(signed);
+        seen.add(grantId);
+        if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        const held = new HeldGrant(signed, verdict.ok ? verdict.approvers : []);
+        grants.set(grantId, held);
+        updates++;
+        return { accepted: true, grant: held.view(Date.now()) };
+      } finally {
+        inFlight.delete(grantId);
+      }
+    },
+    {
+      validator: (signed: SignedGrant) => {
+        const problem = grantShapeProblem(signed);
+        if (problem) refuseIf(true, 'GRANT_INVALID', problem);
+        refuseIf(seen.has(signed.grant.grantId), 'GRANT_REPLAYED', 'this grant was sent already');
+      },
+    },
+  );
+
+  setHandler(
+    revokeGrantUpdate,
+    async (signed: SignedGrantRevocation): Promise<GrantReceipt> => {
+      await condition(() => restored);
+      const { revocation } = signed;
+      refuseIf(
+        seen.has(revocation.revocationId) || inFlight.has(revocation.revocationId),
+        'GRANT_REPLAYED',
+        'this revocation was sent already',
+      );
+      const held = grants.get(revocation.grantId);
+      refuseIf(!held, 'GRANT_UNKNOWN', `no grant ${revocation.grantId} is held on this task queue`);
+      const state = held!.view(Date.now()).state;
+      refuseIf(state !== 'active', 'GRANT_NOT_ACTIVE', `grant ${revocation.grantId} is ${state} already`);
+      inFlight.add(revocation.revocationId);
+      try {
+        const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
+        seen.add(revocation.revocationId);
+        if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        // Revoked at once: no use is taken after this line, whatever the audit write below meant to keep.
+        held!.revoked ??= {
+          by: revokerName(revocation.by),
+          reason: revocation.reason,
+          at: new Date(Date.now()).toISOString(),
+        };
+        updates++;
+        return { accepted: true, grant: held!.view(Date.now()) };
+      } finally {
+        inFlight.delete(revocation.revocationId);
+      }
+    },
+    {
+      validator: (signed: SignedGrantRevocation) => {
+        const problem = revocationShapeProblem(signed);
+        if (problem) refuseIf(true, 'GRANT_INVALID', problem);
+        refuseIf(
+          seen.has(signed.revocation.revocationId),
+          'GRANT_REPLAYED',
+          'this revocation was sent already',
+        );
+      },
+    },
+  );
+
+  setHandler(
+    useGrantUpdate,
+    async (request: GrantUseRequest): Promise<GrantUse> => {
+      await condition(() => restored);
+      const nowMs = Date.now();
+      // A use asked again (a retried activity) is answered from what is held, never counted twice.
+      for (const held of grants.values()) {
+        if (held.uses.has(request.reservationId)) return useAnswer(held);
+      }
+      const candidates = [...grants.values()]
+        .filter(
+          (held) =>
+            !held.revoked &&
+            grantRefusesCall({ grant: held.signed.grant, used: held.used, call: request, nowMs }) ===
+              undefined,
+        )
+        .sort((a, b) => Date.parse(a.signed.grant.expiresAt) - Date.parse(b.signed.grant.expiresAt));
+      const chosen = candidates[0];
+      if (!chosen) return { ok: false };
+      // Counted before anything is awaited: a use that arrives meanwhile sees this one.
+      const use = {
+        callId: request.callId,
+        amount: request.amount ?? 0,
+        usedAt: new Date(nowMs).toISOString(),
+      };
+      chosen.uses.set(request.reservationId, use);
+      const event = grantEvent(chosen, {
+        action: 'use-grant',
+        reservationId: request.reservationId,
+        callId: request.callId,
+        amount: use.amount,
+      });
+      try {
+        await checks.recordGrantEvent(event);
+      } catch (error) {
+        // Not recorded, not used: the call waits for a human instead.
+        chosen.uses.delete(request.reservationId);
+        throw error;
+      }
+      updates++;
+      return useAnswer(chosen);
+    },
+    {
+      validator: (request: GrantUseRequest) => {
+        if (
+          typeof request?.reservationId !== 'string' ||
+          typeof request.callId !== 'string' ||
+          typeof request.caller !== 'string' ||
+          typeof request.tool !== 'string' ||
+          typeof request.riskLevel !== 'string' ||
+          (request.amount !== undefined && (!Number.isSafeInteger(request.amount) || request.amount < 0))
+        ) {
+          refuseIf(
+            true,
+            'GRANT_INVALID',
+            'a use names its reservation, call, caller, tool, risk level and amount',
+          );
+        }
+      },
+    },
+  );
+
+  setHandler(
+    releaseGrantUpdate,
+    async ({ grantId, reservationId }): Promise<{ released: boolean }> => {
+      await condition(() => restored);
+      const held = grants.get(grantId);
+      const use = held?.uses.get(reservationId);
+      if (!held || !use) return { released: false };
+      // Recorded first: until the audit store has it, the use keeps counting (the safe side).
+      await checks.recordGrantEvent(
+        grantEvent(held, { action: 'release-grant', reservationId, callId: use.callId, amount: use.amount }),
+      );
+      held.uses.delete(reservationId);
+      updates++;
+      return { released: true };
+    },
+    {
+      validator: (request: { grantId: string; reservationId: string } | null) => {
+        if (typeof request?.grantId !== 'string' || typeof request.reservationId !== 'string') {
+          refuseIf(true, 'GRANT_INVALID', 'a release names its grant and reservation');
+        }
+      },
+    },
+  );
+
+  const restoredGrants = await checks.restoreGrants();
+  for (const id of restoredGrants.seen) seen.add(id);
+  for (const record of restoredGrants.grants) {
+    grants.set(record.signed.grant.grantId, new HeldGrant(record.signed, record.approvers, record));
+  }
+  restored = true;
+
+  const limit = input.continueAsNewAfter ?? 500;
+  for (;;) {
+    // Wakes at least hourly to drop grants that ended more than a day ago.
+    await condition(() => updates >= limit || workflowInfo().continueAsNewSuggested, '1h');
+    if (updates >= limit || workflowInfo().continueAsNewSuggested) break;
+    const nowMs = Date.now();
+    for (const [grantId, held] of grants) {
+      const endedAtMs = held.endedAtMs(nowMs);
+      if (endedAtMs !== undefined && nowMs - endedAtMs > endedKeptMs) grants.delete(grantId);
+    }
+  }
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof toolgateGrants>({
+    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
+  });
+
+  function useAnswer(held: HeldGrant): GrantUse {
+    const used = held.used;
+    return { ok: true, grant: held.signed, usedCalls: used.calls, usedAmount: used.amount };
+  }
+
+  function grantEvent(
+    held: HeldGrant,
+    event: Pick<GrantEvent, 'action' | 'reservationId' | 'callId' | 'amount'>,
+  ): GrantEvent {
+    const { grant } = held.signed;
+    const changeId = `${grant.grantId}:${held.events++}`;
+    return {
+      changeId,
+      grantId: grant.grantId,
+      tool: grant.tool,
+      caller: grant.caller,
+      outcome: 'accepted',
+      ...event,
+    };
+  }
+}
+
+function refuseIf(refused: boolean, code: string, reason: string): void {
+  if (refused) throw ApplicationFailure.create({ type: code, message: reason, nonRetryable: true });
+}
