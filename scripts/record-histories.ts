@@ -13,8 +13,12 @@ import {
   defineToolContract,
   enrolApproverKey,
   inviteApprover,
+  addGrant,
   controlsWorkflowId,
+  grantsWorkflowId,
   quotaWorkflowId,
+  revokeGrant,
+  signGrant,
   sessionWorkflowId,
   setToolSwitch,
 } from 'toolgate';
@@ -222,6 +226,39 @@ async function main(): Promise<void> {
       await harness.client.result(switchedOff.callId, { wait: true });
       await record('refund-tool-disabled', switchedOff.callId);
       await flip('enable');
+      // A refund a standing grant covered (no round, the grant's use recorded), then the grant revoked.
+      const granted = await addGrant({
+        client: harness.temporal,
+        taskQueue: harness.taskQueue,
+        signed: signGrant({
+          caller: 'support-bot',
+          tool: 'refund_order',
+          maxLevel: 'irreversible',
+          maxCalls: 2,
+          maxAmountPerCall: 1_000,
+          expiresAt: new Date(Date.now() + 60 * 60 * 1000),
+          reason: 'recording',
+          approver: 'alice',
+          approverKey: harness.approverKey('alice'),
+        }),
+      });
+      if (!granted.accepted) throw new Error(`the grant was refused: ${granted.code}`);
+      const byGrant = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 630 }),
+      });
+      if (byGrant.code !== 'OK') throw new Error(`the granted refund answered ${byGrant.code}`);
+      await record('refund-granted', byGrant.callId);
+      await revokeGrant({
+        client: harness.temporal,
+        taskQueue: harness.taskQueue,
+        grantId: granted.grant.grant.grantId,
+        by: { operator: 'olivia' },
+        key: harness.operatorKey('olivia'),
+        reason: 'recording done',
+      });
+      await record('grants', grantsWorkflowId(harness.taskQueue), 'toolgate-grants');
       // The kill switch's and the refund limit's own workflows, under the default queue's ids.
       // File names keep to letters, digits, - and _ (a workflow id's colons are not portable in a file name).
       await record('controls', controlsWorkflowId(harness.taskQueue), 'toolgate-controls');

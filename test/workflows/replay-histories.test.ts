@@ -15,6 +15,7 @@ describe('recorded histories of representative calls', () => {
       [
         'approver-keys',
         'controls',
+        'grants',
         'read-ok',
         'refund-approval-expired',
         'refund-approved',
@@ -23,6 +24,7 @@ describe('recorded histories of representative calls', () => {
         'refund-cancelled',
         'refund-contract-changed',
         'refund-denied',
+        'refund-granted',
         'refund-invalid-arguments',
         'refund-limit-counter',
         'refund-lost-response-then-unavailable',
