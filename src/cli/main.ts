@@ -14,6 +14,7 @@ import { addControlsCommands } from './controls-commands';
 import { addContractCommands } from './contract-commands';
 import { addDevCommand } from './dev-command';
 import { addEvalCommand } from './eval-command';
+import { addGrantCommands } from './grant-commands';
 import { addKeyCommands } from './key-commands';
 import { addMcpCommands } from './mcp-commands';
 import { addMineCommand } from './mine-command';
@@ -93,6 +94,7 @@ function createProgram(context: CliContext): Command {
   addReportCommand(program, context);
   addAuditCommands(program, context);
   addControlsCommands(program, context);
+  addGrantCommands(program, context);
   addEvalCommand(program, context);
   addContractCommands(program, context);
   addCodecCommands(program, context);
