@@ -3,13 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { refundOrderContract } from '../../examples/orders/orders-contracts';
 import { createCredentialMinter } from './credential-minter';
-import type { ExecutionApproval } from './credential-minter';
+import type { CredentialMinter, ExecutionApproval } from './credential-minter';
 import { verifyCredential } from './credential-token';
 import { publicKeyHex, signValue } from '../keys/key-files';
 import { checkPolicy } from '../policy/load-policy';
-import type { DecisionEnvelope, RoundApproval, SignedDecision } from '../shared/approval';
+import type { LoadedPolicy } from '../policy/load-policy';
+import type { DecisionEnvelope, GrantApproval, RoundApproval, SignedDecision } from '../shared/approval';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
 import { digestOf } from '../shared/canonical-json';
+import type { SignedGrant, StandingGrant } from '../shared/grants';
 import { contractDigestOf } from '../tools/contract-digest';
 import { defineToolContract } from '../tools/define-tool';
 import { createToolRegistry } from '../tools/tool-registry';
@@ -310,5 +312,291 @@ describe('the credential minter judges each decision by the rules the workflow a
     await expect(mint(withDecisions([...approval.decisions, asArray]), critical)).rejects.toThrow(
       'does not hold for this call (SIGNATURE_INVALID)',
     );
+  });
+});
+
+describe('the credential minter verifies a call run on a standing grant', () => {
+  const grantPolicyValue = {
+    callers: {
+      'support-bot': {
+        publicKey: inline(pair()),
+        tools: ['refund_order'],
+        autonomy: 'reversible',
+        limits: { refund_order: { amount_cents: { max: 50_000 } } },
+        approval: { ceiling: 'critical', quorum: { critical: 2 } },
+      },
+      'night-bot': {
+        publicKey: inline(pair()),
+        tools: ['refund_order'],
+        autonomy: 'reversible',
+        approval: { ceiling: 'critical' },
+      },
+      // Runs refunds alone: its calls need no approval at all.
+      'ops-bot': { publicKey: inline(pair()), tools: ['refund_order'], autonomy: 'critical' },
+    },
+    approvers: {
+      alice: { publicKey: inline(alice), maxLevel: 'critical' },
+      bob: { publicKey: inline(bob), maxLevel: 'irreversible' },
+    },
+  };
+  const grantPolicy = checkPolicy({
+    source: 'test',
+    registry: createToolRegistry({ tools: [refundOrderContract] }),
+    value: grantPolicyValue,
+  });
+  const nowMs = Date.now();
+  const minuteMs = 60 * 1000;
+  const issuedAt = new Date(nowMs - 10 * minuteMs).toISOString();
+  const expiresAt = new Date(nowMs + 60 * minuteMs).toISOString();
+  const usedAt = new Date(nowMs - minuteMs).toISOString();
+
+  const grantOf = (overrides: Partial<StandingGrant> = {}): StandingGrant => ({
+    grantId: '6f1c1d0e-1111-4a4a-9b9b-000000000001',
+    caller: 'support-bot',
+    tool: 'refund_order',
+    maxLevel: 'irreversible',
+    maxCalls: 3,
+    maxAmount: 10_000,
+    maxAmountPerCall: 5_000,
+    issuedAt,
+    expiresAt,
+    reason: 'small damaged-goods refunds while the queue is long',
+    ...overrides,
+  });
+  const signedBy = (grant: StandingGrant, key = alice, approver = 'alice'): SignedGrant => ({
+    grant,
+    signatures: [
+      { approver, signature: signValue({ kind: 'grant', value: grant, privateKey: key.privateKey }) },
+    ],
+  });
+  const grantApproval = (signed = signedBy(grantOf()), reservationId = callId): GrantApproval => ({
+    grant: signed,
+    reservationId,
+  });
+
+  type GrantUse = NonNullable<Parameters<typeof createCredentialMinter>[0]['grantUse']>;
+  /** A minter whose grants workflow answers `answer` (held since `usedAt` by default), recording what it was asked. */
+  const minterWith = (
+    input: { grantUse?: GrantUse | null; policy?: LoadedPolicy } = {},
+  ): { minter: CredentialMinter; asked: { grantId: string; reservationId: string }[] } => {
+    const asked: { grantId: string; reservationId: string }[] = [];
+    const grantUse: GrantUse =
+      input.grantUse ??
+      (async (request) => {
+        asked.push(request);
+        return { held: true, usedAt };
+      });
+    const policyHeld = input.policy ?? grantPolicy;
+    return {
+      asked,
+      minter: createCredentialMinter({
+        privateKey: minterKeys.privateKey,
+        policy: () => policyHeld,
+        ...(input.grantUse === null ? {} : { grantUse }),
+      }),
+    };
+  };
+  const mintGranted = (
+    approval: ExecutionApproval,
+    input: { minter?: CredentialMinter; caller?: string; callArgs?: Record<string, unknown> } = {},
+  ) =>
+    (input.minter ?? minterWith().minter).mint({
+      contract: refundOrderContract,
+      caller: input.caller ?? 'support-bot',
+      callId,
+      runId,
+      args: input.callArgs ?? args,
+      approval,
+    });
+  const heldAt =
+    (at: string): GrantUse =>
+    async () => ({ held: true, usedAt: at });
+
+  it('mints a credential the backend accepts for a covered call whose use the grants workflow holds', async () => {
+    const { minter: granted, asked } = minterWith();
+    const token = await mintGranted(grantApproval(), { minter: granted });
+    const checked = verifyCredential({
+      token,
+      minterPublicKeyHex: publicKeyHex(minterKeys.publicKey),
+      expected: { op: 'refund_order', resource: 'order:ORD-1003', callId, argsDigest: digestOf(args) },
+    });
+    expect(checked.ok).toBe(true);
+    expect(asked).toEqual([{ grantId: grantOf().grantId, reservationId: callId }]);
+  });
+
+  it('mints a call whose use was taken before the grant expired, though it has expired since', async () => {
+    const lapsed = grantOf({ expiresAt: new Date(nowMs - minuteMs).toISOString() });
+    const { minter: granted } = minterWith({
+      grantUse: heldAt(new Date(nowMs - 2 * minuteMs).toISOString()),
+    });
+    expect(typeof (await mintGranted(grantApproval(signedBy(lapsed)), { minter: granted }))).toBe('string');
+  });
+
+  it('mints a call covered by a grant when the call needs no approval, without asking the grants workflow', async () => {
+    const { minter: noGrants } = minterWith({ grantUse: null });
+    const forOps = signedBy(grantOf({ caller: 'ops-bot' }));
+    expect(typeof (await mintGranted(grantApproval(forOps), { minter: noGrants, caller: 'ops-bot' }))).toBe(
+      'string',
+    );
+  });
+
+  const failing: GrantUse = async () => {
+    throw new Error('the grants workflow is not running');
+  };
+
+  it.each([
+    [
+      'no way to look up grants',
+      () => mintGranted(grantApproval(), { minter: minterWith({ grantUse: null }).minter }),
+      'the minter cannot look up standing grants (grant 6f1c1d0e-1111-4a4a-9b9b-000000000001)',
+    ],
+    [
+      "a grant's use by another call",
+      () => mintGranted(grantApproval(signedBy(grantOf()), 'tc-other')),
+      `was used by another call, not ${callId}`,
+    ],
+    [
+      'a use the grants workflow does not hold',
+      () =>
+        mintGranted(grantApproval(), {
+          minter: minterWith({ grantUse: async () => ({ held: false }) }).minter,
+        }),
+      `holds no use for call ${callId}`,
+    ],
+    [
+      'a held use without its time',
+      () =>
+        mintGranted(grantApproval(), {
+          minter: minterWith({ grantUse: async () => ({ held: true }) }).minter,
+        }),
+      `holds no use for call ${callId}`,
+    ],
+    [
+      'a grants workflow that does not answer',
+      () => mintGranted(grantApproval(), { minter: minterWith({ grantUse: failing }).minter }),
+      'the grants workflow did not answer for grant',
+    ],
+    [
+      'a use taken at the moment the grant expired',
+      () => mintGranted(grantApproval(), { minter: minterWith({ grantUse: heldAt(expiresAt) }).minter }),
+      `does not hold (GRANT_INVALID: the grant expired at ${expiresAt})`,
+    ],
+    [
+      'a use taken after the grant expired',
+      () =>
+        mintGranted(grantApproval(), {
+          minter: minterWith({ grantUse: heldAt(new Date(Date.parse(expiresAt) + minuteMs).toISOString()) })
+            .minter,
+        }),
+      '(GRANT_INVALID: the grant expired at',
+    ],
+    [
+      "a grant whose approver the minter's policy no longer lists",
+      () =>
+        mintGranted(grantApproval(), {
+          minter: minterWith({
+            policy: checkPolicy({
+              source: 'test',
+              registry: createToolRegistry({ tools: [refundOrderContract] }),
+              value: { ...grantPolicyValue, approvers: { bob: grantPolicyValue.approvers.bob } },
+            }),
+          }).minter,
+        }),
+      'does not hold (APPROVER_UNKNOWN',
+    ],
+    [
+      "a grant whose approver has another key in the minter's policy",
+      () =>
+        mintGranted(grantApproval(), {
+          minter: minterWith({
+            policy: checkPolicy({
+              source: 'test',
+              registry: createToolRegistry({ tools: [refundOrderContract] }),
+              value: {
+                ...grantPolicyValue,
+                approvers: {
+                  ...grantPolicyValue.approvers,
+                  alice: { publicKey: inline(erin), maxLevel: 'critical' },
+                },
+              },
+            }),
+          }).minter,
+        }),
+      'does not hold (SIGNATURE_INVALID',
+    ],
+    [
+      'a grant signed with another key',
+      () => mintGranted(grantApproval(signedBy(grantOf(), bob))),
+      'does not hold (SIGNATURE_INVALID',
+    ],
+    [
+      'a grant whose calls were raised after it was signed',
+      () => {
+        const signed = signedBy(grantOf());
+        return mintGranted(grantApproval({ ...signed, grant: { ...signed.grant, maxCalls: 300 } }));
+      },
+      'does not hold (SIGNATURE_INVALID',
+    ],
+    [
+      'a malformed grant',
+      () => mintGranted({ grant: {} as SignedGrant, reservationId: callId }),
+      'does not hold (GRANT_INVALID',
+    ],
+    [
+      'a call above the per-call cap',
+      () => mintGranted(grantApproval(signedBy(grantOf({ maxAmountPerCall: 2_589 })))),
+      'does not cover this call (above the per-call cap)',
+    ],
+    [
+      "a call above the grant's total",
+      () => mintGranted(grantApproval(signedBy(grantOf({ maxAmount: 2_000, maxAmountPerCall: undefined })))),
+      'does not cover this call (above what is left)',
+    ],
+    [
+      "a call above the grant's risk level",
+      () =>
+        mintGranted(grantApproval(signedBy(grantOf({ maxAmountPerCall: 50_000, maxAmount: 50_000 }))), {
+          callArgs: critical,
+        }),
+      'does not cover this call (risk level "critical" above its ceiling)',
+    ],
+    [
+      'a grant for another caller',
+      () => mintGranted(grantApproval(signedBy(grantOf({ caller: 'night-bot' })))),
+      'does not cover this call (another caller or tool)',
+    ],
+    [
+      'a grant for a caller not in the policy',
+      () => mintGranted(grantApproval(signedBy(grantOf({ caller: 'stranger-bot' })))),
+      'does not hold (CALLER_UNKNOWN',
+    ],
+    [
+      'a grant for another tool',
+      () => mintGranted(grantApproval(signedBy(grantOf({ tool: 'cancel_order' })))),
+      'does not hold (UNKNOWN_TOOL',
+    ],
+  ])('refuses %s', async (_case, attempt, message) => {
+    await expect(attempt()).rejects.toThrow(expect.objectContaining({ name: 'MintRefusal' }));
+    await expect(attempt()).rejects.toThrow(message);
+  });
+
+  it.each(['', 'not a time'])(
+    'refuses a use whose time is %j rather than judge an expired grant at no time at all',
+    async (time) => {
+      // What the grants workflow rebuilds when an audit event lacks its recordedAt: ''.
+      const lapsed = grantOf({
+        issuedAt: '2020-01-01T00:00:00.000Z',
+        expiresAt: '2020-01-01T01:00:00.000Z',
+      });
+      const { minter: granted } = minterWith({ grantUse: heldAt(time) });
+      await expect(mintGranted(grantApproval(signedBy(lapsed)), { minter: granted })).rejects.toThrow(
+        `holds no use for call ${callId}`,
+      );
+    },
+  );
+
+  it('mints a call at exactly the per-call cap and total', async () => {
+    const atCap = signedBy(grantOf({ maxAmountPerCall: 2_590, maxAmount: 2_590 }));
+    expect(typeof (await mintGranted(grantApproval(atCap)))).toBe('string');
   });
 });

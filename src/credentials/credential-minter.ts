@@ -185,7 +185,7 @@ async function confirmGrant(input: {
   } catch {
     throw new MintRefusal(`the grants workflow did not answer for grant ${grantId}`);
   }
-  if (!use.held || use.usedAt === undefined) {
+  if (!use.held || use.usedAt === undefined || Number.isNaN(Date.parse(use.usedAt))) {
     throw new MintRefusal(`grant ${grantId} holds no use for call ${input.callId}`);
   }
   const usedAtMs = Date.parse(use.usedAt);
