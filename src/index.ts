@@ -205,7 +205,14 @@ export { listToolSwitches, setToolSwitch } from './admin/controls';
 export type { SwitchRefusal } from './admin/controls';
 export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './shared/controls';
 export { quotaUsageQuery, quotaWorkflowId } from './shared/quotas';
-export { addGrant, cosignGrant, listGrants, revokeGrant, signGrant } from './admin/grants';
+export {
+  addGrant,
+  cosignGrant,
+  listGrants,
+  revokeGrant,
+  signGrant,
+  submitGrantRevocation,
+} from './admin/grants';
 export { readGrants, readGrantUse } from './activities/grant-activities';
 export {
   addGrantUpdate,

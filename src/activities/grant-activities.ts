@@ -1,10 +1,13 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { readApproverKeyStatus } from '../admin/approver-keys';
+import type { RegistryAudit } from '../admin/approver-keys';
 import type { AuditStore } from '../audit/audit-store';
 import { retryingTransient } from '../connection/transient-retry';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { judgeGrant, judgeRevocation } from '../policy/grant-rules';
+import type { ApproverKeyStatus, VerifiedKey } from '../shared/approver-keys';
 import type { GrantRefusalCode } from '../shared/codes';
 import type {
   GrantEvent,
@@ -52,9 +55,40 @@ export function createGrantActivities(dependencies: {
   policy: () => LoadedPolicy;
   /** The tools this worker runs, and whether each declares an amount. */
   tools: (name: string) => { declaresAmount: boolean } | undefined;
-  audit: Pick<AuditStore, 'appendControlEvent' | 'grantEvents'>;
+  /** Also the second source of enrolled keys' statuses (see `readApproverKeyStatus`). */
+  audit: Pick<AuditStore, 'appendControlEvent' | 'grantEvents'> & RegistryAudit;
+  /**
+   * The registry's status of an enrolled key now; default: this worker's task queue's registry,
+   * cross-checked against `audit`. Throws when it cannot be read.
+   */
+  approverKeyStatus?: (input: { keyId: string; inviteId: string }) => Promise<ApproverKeyStatus>;
 }) {
   const { audit } = dependencies;
+  const approverKeyStatus =
+    dependencies.approverKeyStatus ??
+    ((input: { keyId: string; inviteId: string }) => {
+      const { client, info } = Context.current();
+      return readApproverKeyStatus({ client, taskQueue: info.taskQueue, ...input, audit });
+    });
+  /** Why the registry refuses an enrolled key that signed a revocation; fails closed when it cannot answer. */
+  const enrolledKeyRefusal = async (
+    key: VerifiedKey,
+  ): Promise<{ code: GrantRefusalCode; reason: string } | undefined> => {
+    let found: ApproverKeyStatus;
+    try {
+      found = await approverKeyStatus({ keyId: key.keyId, inviteId: key.inviteId });
+    } catch {
+      return { code: 'KEY_UNKNOWN', reason: 'the key registry did not answer; try again' };
+    }
+    const same =
+      found.status !== 'unknown' &&
+      found.key.publicKeyHex.toLowerCase() === key.publicKeyHex.toLowerCase() &&
+      found.key.approver === key.approver &&
+      found.key.inviteId === key.inviteId;
+    if (!same) return { code: 'KEY_UNKNOWN', reason: `key ${key.keyId} is not enrolled for ${key.approver}` };
+    if (found.status === 'revoked') return { code: 'KEY_REVOKED', reason: `key ${key.keyId} was revoked` };
+    return undefined;
+  };
   return {
     /** Judges a grant against the current policy and appends the attempt to the audit store once. */
     async checkGrant(signed: SignedGrant): Promise<GrantVerdict> {
@@ -77,16 +111,25 @@ export function createGrantActivities(dependencies: {
       return judged.ok ? { ok: true, approvers: judged.approvers } : judged;
     },
 
-    /** Judges a revocation of `grant` against the current policy and audits the attempt once. */
+    /**
+     * Judges a revocation of `grant` against the current policy and audits the attempt once; one
+     * signed with an enrolled key also needs the registry to hold that key, enrolled and not revoked
+     * (`KEY_UNKNOWN` when it cannot tell).
+     */
     async checkRevocation(input: {
       revocation: SignedGrantRevocation;
       grant: SignedGrant;
     }): Promise<GrantVerdict> {
-      const judged = judgeRevocation({
+      let judged = judgeRevocation({
         revocation: input.revocation,
         grant: input.grant,
         policy: dependencies.policy(),
       });
+      const key = judged.ok ? judged.key : undefined;
+      if (key) {
+        const refusal = await enrolledKeyRefusal(key);
+        if (refusal) judged = { ok: false, ...refusal };
+      }
       const { revocation } = input.revocation;
       const { grant } = input.grant;
       await audit.appendControlEvent({
@@ -98,6 +141,7 @@ export function createGrantActivities(dependencies: {
         by: revokerName(revocation.by),
         reason: revocation.reason,
         issuedAt: revocation.issuedAt,
+        ...(key ? { keyId: key.keyId } : {}),
         outcome: judged.ok ? 'accepted' : judged.code,
       });
       return judged.ok ? { ok: true, approvers: [] } : judged;
@@ -111,14 +155,15 @@ export function createGrantActivities(dependencies: {
     /**
      * The grants as the audit store's events leave them, in order: accepted grants, their
      * revocations, uses and releases; grants ended more than a day ago are left out. Every grant and
-     * revocation id ever sent is returned too, so none is accepted twice.
+     * revocation id ever accepted is returned too, so none is accepted twice (a refused one may be
+     * sent again with what it lacked).
      */
     async restoreGrants(): Promise<{ grants: HeldGrantRecord[]; seen: string[] }> {
       const held = new Map<string, HeldGrantRecord>();
       const seen = new Set<string>();
       for (const event of await audit.grantEvents()) {
-        if (event.action === 'grant' || event.action === 'revoke-grant') seen.add(event.changeId);
         if (event.outcome !== 'accepted') continue;
+        if (event.action === 'grant' || event.action === 'revoke-grant') seen.add(event.changeId);
         if (event.action === 'grant' && event.signed) {
           const approvers = [...new Set(event.signed.signatures.map((entry) => entry.approver))];
           held.set(event.grantId, { signed: event.signed, approvers, uses: [], events: 1 });
@@ -133,7 +178,11 @@ export function createGrantActivities(dependencies: {
           record.uses = record.uses.filter(([id]) => id !== event.reservationId);
           record.uses.push([
             event.reservationId,
-            { callId: event.callId ?? '', amount: event.amount ?? 0, usedAt: event.recordedAt ?? '' },
+            {
+              callId: event.callId ?? '',
+              amount: event.amount ?? 0,
+              usedAt: event.usedAt ?? event.recordedAt ?? '',
+            },
           ]);
         } else if (event.action === 'release-grant') {
           record.uses = record.uses.filter(([id]) => id !== event.reservationId);

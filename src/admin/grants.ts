@@ -10,6 +10,7 @@ import type {
   GrantRevoker,
   GrantsView,
   SignedGrant,
+  SignedGrantRevocation,
   StandingGrant,
 } from '../shared/grants';
 import { addGrantUpdate, grantsWorkflowId, grantsWorkflowType, revokeGrantUpdate } from '../shared/grants';
@@ -111,10 +112,25 @@ export async function revokeGrant(input: {
     issuedAt: (input.now?.() ?? new Date()).toISOString(),
   };
   const signature = signValue({ kind: 'grant-revocation', value: revocation, privateKey: input.key });
+  return submitGrantRevocation({ client: input.client, taskQueue, signed: { revocation, signature } });
+}
+
+/**
+ * Relays a revocation signed elsewhere (an approver's browser, with its enrolled key's chain) to the
+ * task queue's workers, as it was signed: they alone judge it (signer, key, chain, registry) and audit
+ * the attempt. The revocation id is the update's id: the same revocation sent again (a retried post)
+ * gets the first answer, and never counts twice.
+ */
+export async function submitGrantRevocation(input: {
+  client: Client;
+  taskQueue?: string;
+  signed: SignedGrantRevocation;
+}): Promise<GrantReceipt | GrantRefusal> {
+  const taskQueue = input.taskQueue ?? defaultTaskQueue;
   return refusalOf(() =>
     input.client.workflow.executeUpdateWithStart(revokeGrantUpdate, {
-      args: [{ revocation, signature }],
-      updateId: `revoke:${revocation.revocationId}`,
+      args: [input.signed],
+      updateId: `revoke:${String(input.signed?.revocation?.revocationId)}`,
       startWorkflowOperation: grantsStart(taskQueue),
     }),
   );

@@ -11,6 +11,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ApprovalAdmin } from '../admin/approvals';
 import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../admin/approver-keys';
+import { listGrants, submitGrantRevocation } from '../admin/grants';
 import type { AuditStore } from '../audit/audit-store';
 import { authorityOf, defaultAllowedOrigins, isLoopbackHost, originAllowed } from '../mcp/http-access';
 import type { SignedDecision } from '../shared/approval';
@@ -24,6 +25,8 @@ import {
 } from '../shared/approver-keys';
 import type { ConsoleRefusalCode, RegistryRefusalCode } from '../shared/codes';
 import { isSignedDecision } from '../shared/decision-rules';
+import type { SignedGrantRevocation } from '../shared/grants';
+import { revocationShapeProblem, revokerName } from '../shared/grants';
 import { ownValue } from '../shared/own-records';
 import { verifySignature } from '../shared/signatures';
 import { defaultTaskQueue } from '../shared/temporal';
@@ -36,6 +39,7 @@ import type { SignedIn } from './console-pages';
 import {
   callPage,
   enrolPage,
+  grantsPage,
   historyPage,
   loginPage,
   problemPage,
@@ -117,10 +121,11 @@ const assetFiles: Record<string, string> = {
 };
 
 /**
- * Starts the approvals console: server-rendered pages for the queue, a call, the history, sign-in
- * and key enrolment. It holds no key that can decide: the approver's browser signs every decision
- * and enrolment with its own non-extractable key, and the console checks the session, the CSRF token
- * and the origin, then relays what was signed to the workflow (or the registry), which alone judges it.
+ * Starts the approvals console: server-rendered pages for the queue, a call, the history, the
+ * standing grants, sign-in and key enrolment. It holds no key that can decide: the approver's browser
+ * signs every decision, grant revocation and enrolment with its own non-extractable key, and the
+ * console checks the session, the CSRF token and the origin, then relays what was signed to the
+ * workflow (or the registry), which alone judges it.
  */
 export async function startApprovalsConsole(options: ApprovalsConsoleOptions): Promise<ApprovalsConsole> {
   const host = options.host ?? '127.0.0.1';
@@ -487,6 +492,66 @@ function createConsoleApp(input: {
     const outcome = await admin.send({ callId, decision });
     log(
       `relayed ${envelope.decision} on ${callId} by ${envelope.approver}: ${outcome.accepted ? outcome.state : outcome.code}`,
+    );
+    return c.json(outcome, outcome.accepted ? 200 : 409);
+  });
+
+  app.get('/grants', page, async (c) => {
+    const view = await listGrants({ client, taskQueue });
+    return c.html(
+      grantsPage({ signedIn: c.get('authenticated').signedIn, grants: view.grants, now: Date.now() }),
+    );
+  });
+
+  // A revocation the approver's browser signed with its enrolled key, relayed with the key's chain:
+  // the workers judge it (a signer of the grant, the chain, the key enrolled and not revoked).
+  app.post('/grants/:grantId/revocations', change, async (c) => {
+    const { session, key } = c.get('authenticated');
+    const grantId = c.req.param('grantId');
+    const body = await jsonBody(c);
+    const candidate = { revocation: body?.revocation, signature: body?.signature };
+    const problem = revocationShapeProblem(candidate);
+    const fields = Object.keys(body?.revocation ?? {})
+      .sort()
+      .join(',');
+    if (problem || fields !== 'by,grantId,issuedAt,reason,revocationId') {
+      return refuse(
+        c,
+        400,
+        'BAD_REQUEST',
+        `expected {revocation: {revocationId, grantId, by, reason, issuedAt}, signature, keyId}${problem ? `: ${problem}` : ''}`,
+      );
+    }
+    const { revocation, signature } = candidate as SignedGrantRevocation;
+    // Operators revoke with their key file (the CLI), never through an approver's session.
+    const { by } = revocation;
+    if (!('approver' in by) || by.approver !== session.approver || body?.keyId !== session.keyId) {
+      log(
+        `refused a revocation of grant ${grantId}: session of ${session.approver} sent one as ${revokerName(by)}`,
+      );
+      return refuse(
+        c,
+        403,
+        'SESSION_APPROVER_MISMATCH',
+        `you are signed in as ${session.approver} with key ${session.keyId}; the revocation names ${revokerName(by)}`,
+      );
+    }
+    if (revocation.grantId !== grantId) {
+      return refuse(
+        c,
+        400,
+        'BAD_REQUEST',
+        `the revocation names grant ${revocation.grantId}, not ${grantId}`,
+      );
+    }
+    // The chain is public (the registry's); it lets the workers verify the key without trusting us.
+    const outcome = await submitGrantRevocation({
+      client,
+      taskQueue,
+      signed: { revocation, signature, key: { invite: key.invite, enrolment: key.enrolment } },
+    });
+    log(
+      `relayed a revocation of grant ${grantId} by ${session.approver}: ${outcome.accepted ? outcome.grant.state : outcome.code}`,
     );
     return c.json(outcome, outcome.accepted ? 200 : 409);
   });

@@ -2,6 +2,7 @@ import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { ApproverView } from '../policy/load-policy';
 import type { InviteView } from '../shared/approver-keys';
+import type { GrantView } from '../shared/grants';
 import type { CallState } from '../shared/temporal';
 import type { HistoryEntry, PendingQueue, QueueFilter, RefusedAttempt } from './approval-queue';
 import type { DecisionPermission } from './approver-permissions';
@@ -50,6 +51,7 @@ export function layout(input: { title: string; page: string; signedIn?: SignedIn
               ? html`<nav>
                   <a href="/">Queue</a>
                   <a href="/history">History</a>
+                  <a href="/grants">Grants</a>
                   <span class="who" title="key ${signedIn.keyId}"
                     >${signedIn.approver} · ${signedIn.keyLabel}</span
                   >
@@ -481,6 +483,129 @@ export function historyPage(input: {
         }
       </section>`,
   });
+}
+
+/**
+ * The grants as the grants page lists them: active ones first, the soonest to expire first, then those
+ * that ended (revoked, expired, used up), the most recently issued first.
+ */
+export function orderedGrants(grants: readonly GrantView[]): GrantView[] {
+  const active = grants
+    .filter((entry) => entry.state === 'active')
+    .sort((a, b) => Date.parse(a.grant.expiresAt) - Date.parse(b.grant.expiresAt));
+  const ended = grants
+    .filter((entry) => entry.state !== 'active')
+    .sort((a, b) => Date.parse(b.grant.issuedAt) - Date.parse(a.grant.issuedAt));
+  return [...active, ...ended];
+}
+
+/**
+ * The task queue's standing grants (active, then ended within the last day), each with what it
+ * covers, what it used, who signed it and where it stands; an active grant the signed-in approver
+ * signed has a form whose script signs its revocation with this browser's key. Every field is text an
+ * approver chose: escaped like everything else here.
+ */
+export function grantsPage(input: { signedIn: SignedIn; grants: readonly GrantView[]; now: number }): Html {
+  const grants = orderedGrants(input.grants);
+  const activeCount = grants.filter((entry) => entry.state === 'active').length;
+  return layout({
+    title: 'Grants',
+    page: 'grants',
+    signedIn: input.signedIn,
+    content: html`<h1>Standing grants</h1>
+      <p class="note">
+        A grant lets a caller's calls of one tool run without asking, within its caps and until it expires.
+        One of its approvers, or an operator, revokes it at once. Listed: the active ones, then those that
+        ended in the last day.
+      </p>
+      <p class="meta" id="grants-count">${activeCount} active, ${grants.length - activeCount} ended</p>
+      ${
+        grants.length
+          ? html`<ol class="cards" id="grants">
+              ${grants.map((entry) => grantCard({ entry, approver: input.signedIn.approver, now: input.now }))}
+            </ol>`
+          : html`<p class="empty">No standing grant on this task queue.</p>`
+      }`,
+  });
+}
+
+function grantCard(input: { entry: GrantView; approver: string; now: number }): Html {
+  const { entry } = input;
+  const { grant } = entry;
+  const revocable = entry.state === 'active' && entry.approvers.includes(input.approver);
+  return html`<li class="card grant-card" data-grant-id="${grant.grantId}" data-state="${entry.state}">
+    <div class="card-head">
+      <span
+        ><strong class="grant-caller">${grant.caller}</strong> may run
+        <strong class="grant-tool">${grant.tool}</strong></span
+      >
+      <span class="state state-${entry.state}">${entry.state}</span>
+    </div>
+    <p class="action grant-reason">“${grant.reason}”</p>
+    <dl class="preview">
+      <div>
+        <dt>max level</dt>
+        <dd><span class="risk risk-${grant.maxLevel}">${grant.maxLevel}</span></dd>
+      </div>
+      <div>
+        <dt>calls</dt>
+        <dd class="grant-calls">${entry.usedCalls} of ${grant.maxCalls}</dd>
+      </div>
+      <div>
+        <dt>amount</dt>
+        <dd class="grant-amount">
+          ${grant.maxAmount !== undefined ? `${entry.usedAmount} of ${grant.maxAmount}` : `${entry.usedAmount} (no total cap)`}
+        </dd>
+      </div>
+      <div>
+        <dt>per call</dt>
+        <dd class="grant-per-call">
+          ${grant.maxAmountPerCall !== undefined ? `at most ${grant.maxAmountPerCall}` : 'no cap'}
+        </dd>
+      </div>
+      <div>
+        <dt>expires</dt>
+        <dd>
+          <time datetime="${grant.expiresAt}">${grant.expiresAt}</time>
+          ${entry.state === 'active' ? html`<br />${timeLeft({ expiresAt: grant.expiresAt, now: input.now })}` : ''}
+        </dd>
+      </div>
+      <div>
+        <dt>approvers</dt>
+        <dd class="grant-approvers">${entry.approvers.join(', ')}</dd>
+      </div>
+    </dl>
+    <p class="meta">
+      grant <code class="wrap">${grant.grantId}</code> · issued
+      <time datetime="${grant.issuedAt}">${grant.issuedAt}</time>
+    </p>
+    ${
+      entry.revoked
+        ? html`<p class="refusal grant-revoked">
+            Revoked by <strong>${entry.revoked.by}</strong> at
+            <time datetime="${entry.revoked.at}">${entry.revoked.at}</time>: “${entry.revoked.reason}”
+          </p>`
+        : ''
+    }
+    ${
+      revocable
+        ? html`<form class="revoke-form" data-grant-id="${grant.grantId}">
+            <label
+              >Reason for revoking (audited)
+              <textarea name="reason" rows="2" maxlength="500" required></textarea>
+            </label>
+            <div class="buttons">
+              <button type="submit" class="deny revoke">Revoke</button>
+            </div>
+            <p class="revoke-outcome" role="status"></p>
+          </form>`
+        : entry.state === 'active'
+          ? html`<p class="note">
+              You did not sign this grant: ${entry.approvers.join(' or ')}, or an operator, may revoke it.
+            </p>`
+          : ''
+    }
+  </li>`;
 }
 
 /** The sign-in page: the page script lists the keys this browser holds and signs the challenge. */

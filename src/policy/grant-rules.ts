@@ -1,4 +1,6 @@
 import { verifyWithNode } from '../keys/key-files';
+import type { VerifiedKey } from '../shared/approver-keys';
+import { verifyKeyChain } from '../shared/approver-keys';
 import type { GrantRefusalCode } from '../shared/codes';
 import type { GrantRevocation, SignedGrant, SignedGrantRevocation } from '../shared/grants';
 import { grantShapeProblem, revocationShapeProblem } from '../shared/grants';
@@ -102,18 +104,25 @@ export function judgeGrant(input: {
 
 /**
  * Judges a revocation of `signed`'s grant: shape, then its signer, one of the grant's approvers (still
- * in the policy) or an operator of the policy, with their key. Never throws.
+ * in the policy) or an operator of the policy, with their key. An approver may sign with a key
+ * enrolled in a browser instead of their key file: its chain (`key`) must verify against the policy's
+ * operators for that approver, and the signature with the enrolled key; the verified key is returned,
+ * for the caller to ask the registry that it is enrolled and not revoked (this never asks it).
+ * Operators sign with their key file only. Never throws.
  */
 export function judgeRevocation(input: {
   revocation: unknown;
   grant: SignedGrant;
   policy: LoadedPolicy;
-}): { ok: true; revocation: GrantRevocation } | { ok: false; code: GrantRefusalCode; reason: string } {
+}):
+  | { ok: true; revocation: GrantRevocation; key?: VerifiedKey }
+  | { ok: false; code: GrantRefusalCode; reason: string } {
   const problem = revocationShapeProblem(input.revocation);
   if (problem) return { ok: false, code: 'GRANT_INVALID', reason: problem };
-  const { revocation, signature } = input.revocation as SignedGrantRevocation;
+  const { revocation, signature, key: chain } = input.revocation as SignedGrantRevocation;
   const { by } = revocation;
   let publicKeyHex: string | undefined;
+  let key: VerifiedKey | undefined;
   if ('approver' in by) {
     if (!input.grant.signatures.some((entry) => entry.approver === by.approver)) {
       return {
@@ -125,7 +134,26 @@ export function judgeRevocation(input: {
     publicKeyHex = ownValue(input.policy.approvers, by.approver)?.publicKeyHex;
     if (!publicKeyHex)
       return { ok: false, code: 'APPROVER_UNKNOWN', reason: `no approver "${by.approver}" in the policy` };
+    if (chain !== undefined) {
+      const verified = verifyKeyChain({ chain, operators: input.policy.operators, approver: by.approver });
+      if (!verified.ok) {
+        return {
+          ok: false,
+          code: 'SIGNATURE_INVALID',
+          reason: `the enrolled key's chain does not hold: ${verified.reason}`,
+        };
+      }
+      key = verified.key;
+      publicKeyHex = key.publicKeyHex;
+    }
   } else {
+    if (chain !== undefined) {
+      return {
+        ok: false,
+        code: 'GRANT_INVALID',
+        reason: 'an operator signs a revocation with their key file, not an enrolled key',
+      };
+    }
     publicKeyHex = ownValue(input.policy.operators, by.operator);
     if (!publicKeyHex)
       return { ok: false, code: 'OPERATOR_UNKNOWN', reason: `no operator "${by.operator}" in the policy` };
@@ -134,8 +162,10 @@ export function judgeRevocation(input: {
     return {
       ok: false,
       code: 'SIGNATURE_INVALID',
-      reason: 'the revocation is not signed with its signer’s key',
+      reason: key
+        ? `the revocation is not signed with ${key.approver}'s enrolled key ${key.keyId}`
+        : 'the revocation is not signed with its signer’s key',
     };
   }
-  return { ok: true, revocation };
+  return key ? { ok: true, revocation, key } : { ok: true, revocation };
 }

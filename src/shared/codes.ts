@@ -95,7 +95,8 @@ export const switchRefusalCodes = [
  * tool the workers do not know, amount caps on a tool that declares no amount, an approver unknown,
  * not signing, holding a lower level than the grant covers or operating the caller, fewer distinct
  * approvers than the grant's levels ask (two for `critical`); a revocation for a grant not held or no
- * longer active, or by someone who neither signed the grant nor is an operator.
+ * longer active, by someone who neither signed the grant nor is an operator, or signed with an
+ * enrolled key the registry does not hold (or holds revoked).
  */
 export const grantRefusalCodes = [
   'GRANT_INVALID',
@@ -111,6 +112,9 @@ export const grantRefusalCodes = [
   'GRANT_NOT_ACTIVE',
   'OPERATOR_UNKNOWN',
   'REVOCATION_NOT_ALLOWED',
+  // a revocation signed with an enrolled key the registry does not hold, or holds revoked
+  'KEY_UNKNOWN',
+  'KEY_REVOKED',
 ] as const;
 
 /** A reason a grant or revocation was refused. */

@@ -1,6 +1,7 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
+import type { KeyChain } from './approver-keys';
 
 /*
  * Bounded standing approvals (DESIGN.md step 7): approvers sign a grant, "caller X may run tool Y
@@ -65,9 +66,16 @@ export interface GrantRevocation {
   issuedAt: string;
 }
 
+/**
+ * A revocation with its signer's signature: by the key in the policy (an approver's or operator's key
+ * file), or, for an approver only, by a key enrolled in a browser, whose chain (`key`) travels with it
+ * so the worker verifies it against the policy's operators, then asks the registry that it is enrolled
+ * and not revoked.
+ */
 export interface SignedGrantRevocation {
   revocation: GrantRevocation;
   signature: string;
+  key?: KeyChain;
 }
 
 /** Where a grant stands. */
@@ -132,12 +140,16 @@ export interface GrantEvent {
   signed?: SignedGrant;
   /** `revoke-grant`: who revoked, and why. */
   by?: string;
+  /** `revoke-grant` signed with an enrolled key: that key's id. */
+  keyId?: string;
   reason?: string;
   issuedAt?: string;
   /** `use-grant`, `release-grant`: the call's reservation, and for a use its amount. */
   reservationId?: string;
   callId?: string;
   amount?: number;
+  /** `use-grant`: when the grants workflow took it (its clock): the minter judges the grant as of then. */
+  usedAt?: string;
   /** `accepted`, or the refusal's code. */
   outcome: string;
   /** Set by the audit store when read back (its clock). */
@@ -274,6 +286,15 @@ export function revocationShapeProblem(signed: unknown): string | undefined {
       'a revocation names its id, the grant, exactly one of { approver } or { operator }, a reason of at ' +
       `most ${maxReasonLength} characters and when it was issued, and is signed`
     );
+  }
+  // An enrolled key's chain is checked by the worker; here only that it is an object, and an approver's.
+  if (value?.key !== undefined) {
+    const key = value.key as unknown;
+    if (typeof key !== 'object' || key === null || Array.isArray(key)) {
+      return 'a revocation signed with an enrolled key carries its chain as { invite, enrolment }';
+    }
+    if (principals[0] !== 'approver')
+      return 'an operator signs a revocation with their key file, not an enrolled key';
   }
   return undefined;
 }

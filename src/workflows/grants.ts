@@ -109,7 +109,7 @@ class HeldGrant {
  */
 export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
   const grants = new Map<string, HeldGrant>();
-  /** Every grant and revocation id ever sent (from the audit store, then this run): none counts twice. */
+  /** Every grant and revocation id ever accepted (from the audit store, then this run): none counts twice. */
   const seen = new Set<string>();
   const inFlight = new Set<string>();
   let restored = false;
@@ -134,8 +134,10 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       inFlight.add(grantId);
       try {
         const verdict = await checks.checkGrant(signed);
-        seen.add(grantId);
+        // A refused grant may come back with what it lacked (a second approver's signature); an
+        // accepted one never counts twice.
         if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        seen.add(grantId);
         const held = new HeldGrant(signed, verdict.ok ? verdict.approvers : []);
         grants.set(grantId, held);
         updates++;
@@ -170,8 +172,8 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       inFlight.add(revocation.revocationId);
       try {
         const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
-        seen.add(revocation.revocationId);
         if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        seen.add(revocation.revocationId);
         // Revoked at once: no use is taken after this line, whatever the audit write below meant to keep.
         held!.revoked ??= {
           by: revokerName(revocation.by),
@@ -228,6 +230,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
         reservationId: request.reservationId,
         callId: request.callId,
         amount: use.amount,
+        usedAt: use.usedAt,
       });
       try {
         await checks.recordGrantEvent(event);
@@ -313,7 +316,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
 
   function grantEvent(
     held: HeldGrant,
-    event: Pick<GrantEvent, 'action' | 'reservationId' | 'callId' | 'amount'>,
+    event: Pick<GrantEvent, 'action' | 'reservationId' | 'callId' | 'amount' | 'usedAt'>,
   ): GrantEvent {
     const { grant } = held.signed;
     const changeId = `${grant.grantId}:${held.events++}`;

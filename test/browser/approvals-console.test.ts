@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inviteApprover } from 'toolgate';
+import { addGrant, inviteApprover, listGrants, signGrant } from 'toolgate';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
 import { launchBrowser, saveScreenshot } from '../support/browser';
@@ -9,8 +9,9 @@ import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
 // The approvals console in Debian's Chromium: an approver enrols this browser's key through an
-// invite link, signs in with it, sees a pending refund with its preview, and decides; the orders
-// service's applied refunds are the proof. Phone-sized: 360 px wide.
+// invite link, signs in with it, sees a pending refund with its preview, and decides, or revokes a
+// standing grant she signed; the orders service's applied refunds are the proof. Phone-sized: 360 px
+// wide.
 
 let harness: ToolGateHarness;
 let approvals: ApprovalsConsole;
@@ -182,6 +183,61 @@ describe('the approvals console in a real browser', () => {
     expect(state?.result).toBeUndefined();
     expect(state?.approval).toMatchObject({ state: 'pending', approvals: [] });
     expect(await appliedRefunds()).toBe(0);
+  });
+
+  it('revokes a standing grant Alice signed, with the key this browser holds: the next refund waits', async () => {
+    // Small refunds only (at most 100 cents each), so the other tests' refunds never run on it.
+    const signed = signGrant({
+      caller: 'support-bot',
+      tool: 'refund_order',
+      maxLevel: 'irreversible',
+      maxCalls: 5,
+      maxAmountPerCall: 100,
+      expiresAt: new Date(Date.now() + 60 * 60 * 1000),
+      reason: 'tiny goodwill refunds',
+      approver: 'alice',
+      approverKey: harness.approverKey('alice'),
+    });
+    expect(await addGrant({ client: harness.temporal, taskQueue: harness.taskQueue, signed })).toMatchObject({
+      accepted: true,
+    });
+    const { grantId } = signed.grant;
+    await enrolAndSignIn('alice');
+    await page.click('header a[href="/grants"]');
+    await page.waitForURL(`${approvals.url}/grants`);
+    const card = page.locator(`li.grant-card[data-grant-id="${grantId}"]`);
+    expect(await card.locator('.state').textContent()).toBe('active');
+    expect(await card.textContent()).toContain('tiny goodwill refunds');
+    expect(await card.textContent()).toContain('0 of 5');
+    expect(await fitsTheScreen()).toBe(true);
+    await saveScreenshot({ page, name: 'grants' });
+
+    await card.locator('textarea').fill('the agent is refunding the wrong orders');
+    await card.locator('button.revoke').click();
+    await expect
+      .poll(() => card.locator('.revoke-outcome').textContent(), { timeout: 20_000 })
+      .toContain('Revoked: the grant is revoked');
+    expect(await card.locator('.state').textContent()).toBe('revoked');
+    const listed = (await listGrants({ client: harness.temporal, taskQueue: harness.taskQueue })).grants.find(
+      (entry) => entry.grant.grantId === grantId,
+    );
+    expect(listed).toMatchObject({
+      state: 'revoked',
+      revoked: { by: 'alice', reason: 'the agent is refunding the wrong orders' },
+    });
+    // The page as the server renders it now says so too.
+    await page.reload();
+    expect(await card.getAttribute('data-state')).toBe('revoked');
+    expect(await card.locator('.grant-revoked').textContent()).toContain(
+      'the agent is refunding the wrong orders',
+    );
+    expect(await card.locator('form').count()).toBe(0);
+
+    const next = await proposeRefund({ amount_cents: 50 });
+    expect(next).toMatchObject({ code: 'APPROVAL_PENDING', effect: 'none' });
+    expect(await appliedRefunds()).toBe(0);
+    await harness.client.cancel({ callId: next.callId, caller: 'support-bot', reason: 'test done' });
+    expect(requested.filter((url) => !url.startsWith(`${approvals.url}/`))).toEqual([]);
   });
 
   it('removes an invite link’s secret from the address bar on every page the link can open', async () => {

@@ -1,7 +1,8 @@
 // The approvals console's page script: signs in with the key this browser holds, enrols a new key
-// from an invite link, signs decisions, and keeps the queue and its countdowns live. Every page is
+// from an invite link, signs decisions and grant revocations, and keeps the queue and its countdowns
+// live. Every page is
 // rendered by the server; this only adds what needs the key or a timer. Plain ES, no framework.
-/* global document, location, history, fetch, setInterval */
+/* global document, location, history, fetch, setInterval, crypto */
 import { canonicalJson, sha256Hex } from './canonical-json.mjs';
 import {
   generateSigningKey,
@@ -259,6 +260,72 @@ function renderShown(data) {
   );
 }
 
+// The grants page: each revoke form signs a revocation of its grant with this browser's key (kind
+// `grant-revocation`, as toolgate's `revokeGrant` signs it with a key file) and posts it; the
+// workers judge it. The answer is shown on the card; the server-rendered page says the rest on reload.
+function setUpGrants() {
+  for (const form of /** @type {HTMLFormElement[]} */ ([...document.querySelectorAll('form.revoke-form')])) {
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void revoke(form);
+    });
+  }
+}
+
+/** @param {HTMLFormElement} form */
+async function revoke(form) {
+  const card = form.closest('li[data-grant-id]');
+  const outcome = form.querySelector('.revoke-outcome');
+  const button = /** @type {HTMLButtonElement | null} */ (form.querySelector('button'));
+  const reasonBox = /** @type {HTMLTextAreaElement | null} */ (form.querySelector('textarea'));
+  /** @param {string} text @param {'ok' | 'refused'} tone */
+  const tell = (text, tone) => {
+    if (!outcome) return;
+    outcome.textContent = text;
+    outcome.className = `revoke-outcome outcome-${tone === 'ok' ? 'accepted' : 'refused'}`;
+  };
+  const reason = reasonBox?.value.trim() ?? '';
+  if (!reason) return tell('A revocation needs a reason: it is audited.', 'refused');
+  const keyId = body.dataset.keyId ?? '';
+  const keyPair = await loadSigningKey({ id: keyId });
+  if (!keyPair) return tell(`This browser does not hold key ${keyId}: sign in again.`, 'refused');
+  const grantId = form.dataset.grantId ?? '';
+  const revocation = {
+    revocationId: crypto.randomUUID(),
+    grantId,
+    by: { approver: body.dataset.approver ?? '' },
+    reason,
+    issuedAt: new Date().toISOString(),
+  };
+  const signature = await signValue({
+    kind: 'grant-revocation',
+    value: revocation,
+    privateKey: keyPair.privateKey,
+  });
+  if (button) button.disabled = true;
+  const { answer } = await post(`/grants/${encodeURIComponent(grantId)}/revocations`, {
+    revocation,
+    signature,
+    keyId,
+  });
+  if (answer.accepted) {
+    const state = String(answer.grant?.state ?? 'revoked');
+    tell(`Revoked: the grant is ${state}; no call uses it from now on.`, 'ok');
+    const badge = card?.querySelector('.state');
+    if (badge) {
+      badge.textContent = state;
+      badge.className = `state state-${state}`;
+    }
+    card?.setAttribute('data-state', state);
+    if (reasonBox) reasonBox.disabled = true;
+    return;
+  }
+  const code = String(answer.code ?? '');
+  const message = String(answer.message ?? '');
+  tell(`Refused: ${message.startsWith(code) ? message : `${code}: ${message}`}`, 'refused');
+  if (button) button.disabled = false;
+}
+
 // Sign-in: the keys this browser holds, each a button that answers the server's challenge.
 async function setUpLogin() {
   const list = document.getElementById('keys');
@@ -379,6 +446,9 @@ switch (body.dataset.page) {
     break;
   case 'enrol':
     setUpEnrolment();
+    break;
+  case 'grants':
+    setUpGrants();
     break;
   default:
     break;

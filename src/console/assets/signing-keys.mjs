@@ -46,7 +46,7 @@ export function decisionText(envelope) {
 }
 
 /**
- * Signs a value of a kind (`decision`, `enrolment`, `login`); the signature is base64url without
+ * Signs a value of a kind (`decision`, `enrolment`, `login`, `grant-revocation`); the signature is base64url without
  * padding, as toolgate expects.
  * @param {{ kind: string, value: unknown, privateKey: CryptoKey }} input
  * @returns {Promise<string>}
