@@ -231,6 +231,7 @@ async function main(): Promise<void> {
         client: harness.temporal,
         taskQueue: harness.taskQueue,
         signed: signGrant({
+          taskQueue: harness.taskQueue,
           caller: 'support-bot',
           tool: 'refund_order',
           maxLevel: 'irreversible',

@@ -18,14 +18,19 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const failures = [];
-const firstLine = (messages) => String(messages?.[0] ?? '').split('\n')[0].slice(0, 300);
+const firstLine = (messages) =>
+  String(messages?.[0] ?? '')
+    .split('\n')[0]
+    .slice(0, 300);
 for (const file of report.testResults) {
   let failedInFile = 0;
   for (const test of file.assertionResults) {
     if (test.status === 'passed') passed += 1;
     else if (test.status === 'failed') {
       failedInFile += 1;
-      failures.push(`${relative(process.cwd(), file.name)}: ${test.fullName}: ${firstLine(test.failureMessages)}`);
+      failures.push(
+        `${relative(process.cwd(), file.name)}: ${test.fullName}: ${firstLine(test.failureMessages)}`,
+      );
     } else skipped += 1;
   }
   if (file.status === 'failed' && failedInFile === 0) {

@@ -7,12 +7,14 @@ import type { AuditStore } from '../audit/audit-store';
 import { retryingTransient } from '../connection/transient-retry';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { judgeGrant, judgeRevocation } from '../policy/grant-rules';
+import { digestOf } from '../shared/canonical-json';
 import type { ApproverKeyStatus, VerifiedKey } from '../shared/approver-keys';
 import type { GrantRefusalCode } from '../shared/codes';
 import type {
   GrantEvent,
   GrantsView,
   GrantUseRequest,
+  GrantUseStatus,
   SignedGrant,
   SignedGrantRevocation,
   StandingGrant,
@@ -31,10 +33,8 @@ import {
 export interface HeldGrantRecord {
   signed: SignedGrant;
   approvers: string[];
-  uses: [string, { callId: string; amount: number; usedAt: string }][];
+  uses: [string, Omit<Extract<GrantUseStatus, { held: true }>, 'held'>][];
   revoked?: { by: string; reason: string; at: string };
-  /** Events recorded for the grant so far (the next one's sequence). */
-  events: number;
 }
 
 /** The worker's verdict on a grant or a revocation, recorded in the grants workflow's history. */
@@ -96,11 +96,13 @@ export function createGrantActivities(dependencies: {
         signed,
         policy: dependencies.policy(),
         tool: dependencies.tools,
+        taskQueue: Context.current().info.taskQueue,
         nowMs: Date.now(),
       });
       const { grant } = signed;
       await audit.appendControlEvent({
-        changeId: grant.grantId,
+        // Keyed by what was signed: the same grant sent again with another signature is its own attempt.
+        changeId: `grant:${grant.grantId}:${digestOf(signed).slice(0, 16)}`,
         action: 'grant',
         grantId: grant.grantId,
         tool: grant.tool,
@@ -133,7 +135,8 @@ export function createGrantActivities(dependencies: {
       const { revocation } = input.revocation;
       const { grant } = input.grant;
       await audit.appendControlEvent({
-        changeId: revocation.revocationId,
+        changeId: `revoke:${revocation.revocationId}`,
+        revocationId: revocation.revocationId,
         action: 'revoke-grant',
         grantId: grant.grantId,
         tool: grant.tool,
@@ -158,21 +161,29 @@ export function createGrantActivities(dependencies: {
      * revocation id ever accepted is returned too, so none is accepted twice (a refused one may be
      * sent again with what it lacked).
      */
-    async restoreGrants(): Promise<{ grants: HeldGrantRecord[]; seen: string[] }> {
+    async restoreGrants(): Promise<{
+      grants: HeldGrantRecord[];
+      seenGrants: string[];
+      seenRevocations: string[];
+    }> {
+      // Only this task queue's grants: a shared audit store holds other deployments' too.
+      const { taskQueue } = Context.current().info;
       const held = new Map<string, HeldGrantRecord>();
-      const seen = new Set<string>();
+      const seenGrants = new Set<string>();
+      const seenRevocations = new Set<string>();
       for (const event of await audit.grantEvents()) {
         if (event.outcome !== 'accepted') continue;
-        if (event.action === 'grant' || event.action === 'revoke-grant') seen.add(event.changeId);
-        if (event.action === 'grant' && event.signed) {
+        if (event.action === 'grant') {
+          if (!event.signed || event.signed.grant.taskQueue !== taskQueue) continue;
+          seenGrants.add(event.grantId);
           const approvers = [...new Set(event.signed.signatures.map((entry) => entry.approver))];
-          held.set(event.grantId, { signed: event.signed, approvers, uses: [], events: 1 });
+          held.set(event.grantId, { signed: event.signed, approvers, uses: [] });
           continue;
         }
         const record = held.get(event.grantId);
         if (!record) continue;
-        record.events++;
         if (event.action === 'revoke-grant') {
+          if (event.revocationId !== undefined) seenRevocations.add(event.revocationId);
           record.revoked ??= { by: event.by ?? '', reason: event.reason ?? '', at: event.recordedAt ?? '' };
         } else if (event.action === 'use-grant' && event.reservationId !== undefined) {
           record.uses = record.uses.filter(([id]) => id !== event.reservationId);
@@ -180,6 +191,10 @@ export function createGrantActivities(dependencies: {
             event.reservationId,
             {
               callId: event.callId ?? '',
+              runId: event.runId ?? '',
+              caller: record.signed.grant.caller,
+              tool: record.signed.grant.tool,
+              riskLevel: event.riskLevel ?? record.signed.grant.maxLevel,
               amount: event.amount ?? 0,
               usedAt: event.usedAt ?? event.recordedAt ?? '',
             },
@@ -195,7 +210,7 @@ export function createGrantActivities(dependencies: {
           : Date.parse(record.signed.grant.expiresAt);
         return !(nowMs - endedAtMs > endedKeptMs);
       });
-      return { grants: recent, seen: [...seen] };
+      return { grants: recent, seenGrants: [...seenGrants], seenRevocations: [...seenRevocations] };
     },
 
     /**
@@ -224,11 +239,14 @@ export function createGrantActivities(dependencies: {
         signed: used.grant,
         policy: dependencies.policy(),
         tool: dependencies.tools,
+        taskQueue: info.taskQueue,
         nowMs: Date.now(),
       });
       if (!judged.ok) {
         await handle.executeUpdate(releaseGrantUpdate, {
-          args: [{ grantId: used.grant.grant.grantId, reservationId: request.reservationId }],
+          args: [
+            { grantId: used.grant.grant.grantId, reservationId: request.reservationId, runId: request.runId },
+          ],
         });
         return { ok: false, reason: `grant ${used.grant.grant.grantId} no longer holds: ${judged.reason}` };
       }
@@ -236,7 +254,11 @@ export function createGrantActivities(dependencies: {
     },
 
     /** Gives a call's use back (it ended without an effect). */
-    async releaseStandingGrant(input: { grantId: string; reservationId: string }): Promise<void> {
+    async releaseStandingGrant(input: {
+      grantId: string;
+      reservationId: string;
+      runId: string;
+    }): Promise<void> {
       const { client, info } = Context.current();
       await retryingTransient(
         () =>
@@ -273,7 +295,7 @@ export async function readGrants(input: { client: Client; taskQueue: string }): 
 /** An active grant of `view` that would cover the call now, or undefined. */
 export function coveringGrant(
   view: GrantsView,
-  call: Omit<GrantUseRequest, 'reservationId' | 'callId'>,
+  call: Omit<GrantUseRequest, 'reservationId' | 'callId' | 'runId'>,
   nowMs: number,
 ): StandingGrant | undefined {
   return view.grants.find(
@@ -298,7 +320,7 @@ export async function readGrantUse(input: {
   taskQueue: string;
   grantId: string;
   reservationId: string;
-}): Promise<{ held: boolean; usedAt?: string }> {
+}): Promise<GrantUseStatus> {
   try {
     return await input.client.workflow
       .getHandle(grantsWorkflowId(input.taskQueue))

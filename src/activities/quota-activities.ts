@@ -16,6 +16,8 @@ export function createQuotaActivities() {
     async reserveQuotas(input: {
       /** Deterministic, so a retried attempt is answered, never counted twice (see `reservationIdOf`). */
       reservationId: string;
+      /** The run reserving (see `QuotaReservationRequest.runId`). */
+      runId?: string;
       quotas: ApplicableQuota[];
       amount?: number;
     }): Promise<QuotaAdmission> {
@@ -28,6 +30,7 @@ export function createQuotaActivities() {
           const workflowId = quotaWorkflowId({ taskQueue: info.taskQueue, quota });
           const request = {
             reservationId,
+            ...(input.runId !== undefined ? { runId: input.runId } : {}),
             amount,
             windowMs: quota.windowMs,
             ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
@@ -53,7 +56,12 @@ export function createQuotaActivities() {
             const { ok: _refused, ...usage } = answer;
             return { ok: false, quota, amount, usage };
           }
-          held.push({ workflowId, reservationId, windowMs: quota.windowMs });
+          held.push({
+            workflowId,
+            reservationId,
+            windowMs: quota.windowMs,
+            ...(input.runId !== undefined ? { runId: input.runId } : {}),
+          });
         }
       } catch (error) {
         // Nothing half-held: what this attempt reserved is released before it fails (and the call,
@@ -77,7 +85,13 @@ async function releaseAll(input: { client: Client; held: HeldReservation[] }): P
       await retryingTransient(
         () =>
           input.client.workflow.getHandle(reservation.workflowId).executeUpdate(releaseQuotaUpdate, {
-            args: [{ reservationId: reservation.reservationId, windowMs: reservation.windowMs }],
+            args: [
+              {
+                reservationId: reservation.reservationId,
+                windowMs: reservation.windowMs,
+                ...(reservation.runId !== undefined ? { runId: reservation.runId } : {}),
+              },
+            ],
           }),
         reservationRetry,
       );

@@ -23,6 +23,8 @@ import type { RiskLevel } from '../tools/risk-levels';
  * file: `cosignGrant` adds their signature; `addGrant` submits it.
  */
 export function signGrant(input: {
+  /** The deployment's task queue the grant is for (default: toolgate's). */
+  taskQueue?: string;
   caller: string;
   tool: string;
   maxLevel: RiskLevel;
@@ -37,6 +39,7 @@ export function signGrant(input: {
 }): SignedGrant {
   const grant: StandingGrant = {
     grantId: randomUUID(),
+    taskQueue: input.taskQueue ?? defaultTaskQueue,
     caller: input.caller,
     tool: input.tool,
     maxLevel: input.maxLevel,
@@ -84,7 +87,9 @@ export async function addGrant(input: {
   return refusalOf(() =>
     input.client.workflow.executeUpdateWithStart(addGrantUpdate, {
       args: [input.signed],
-      updateId: `grant:${String(input.signed?.grant?.grantId)}`,
+      // Each submission is its own update: a grant refused once is judged again when sent with what it
+      // lacked, and one accepted already is refused GRANT_REPLAYED, never answered with an old receipt.
+      updateId: `grant:${String(input.signed?.grant?.grantId)}:${randomUUID()}`,
       startWorkflowOperation: grantsStart(taskQueue),
     }),
   );

@@ -96,6 +96,8 @@ export function addGrantCommands(program: Command, context: CliContext): void {
         const approverKey = approverKeyOf({ options, config, output });
         if (!approverKey) return 2;
         const signed = signGrant({
+          // The deployment it is for: the workers of another task queue refuse it.
+          taskQueue: connectionSettings(options, config).taskQueue,
           caller: options.caller,
           tool: options.tool,
           ...draft,

@@ -352,6 +352,7 @@ describe('the credential minter verifies a call run on a standing grant', () => 
 
   const grantOf = (overrides: Partial<StandingGrant> = {}): StandingGrant => ({
     grantId: '6f1c1d0e-1111-4a4a-9b9b-000000000001',
+    taskQueue: 'toolgate',
     caller: 'support-bot',
     tool: 'refund_order',
     maxLevel: 'irreversible',
@@ -375,6 +376,18 @@ describe('the credential minter verifies a call run on a standing grant', () => 
   });
 
   type GrantUse = NonNullable<Parameters<typeof createCredentialMinter>[0]['grantUse']>;
+  /** The use the grants workflow holds for this very call (its caller, tool, level and amount), taken at `at`. */
+  const heldUse = (at: string, overrides: Record<string, unknown> = {}) => ({
+    held: true as const,
+    usedAt: at,
+    callId,
+    runId,
+    caller: 'support-bot',
+    tool: 'refund_order',
+    riskLevel: 'irreversible' as const,
+    amount: args.amount_cents,
+    ...overrides,
+  });
   /** A minter whose grants workflow answers `answer` (held since `usedAt` by default), recording what it was asked. */
   const minterWith = (
     input: { grantUse?: GrantUse | null; policy?: LoadedPolicy } = {},
@@ -384,7 +397,7 @@ describe('the credential minter verifies a call run on a standing grant', () => 
       input.grantUse ??
       (async (request) => {
         asked.push(request);
-        return { held: true, usedAt };
+        return heldUse(usedAt);
       });
     const policyHeld = input.policy ?? grantPolicy;
     return {
@@ -410,7 +423,8 @@ describe('the credential minter verifies a call run on a standing grant', () => 
     });
   const heldAt =
     (at: string): GrantUse =>
-    async () => ({ held: true, usedAt: at });
+    async () =>
+      heldUse(at);
 
   it('mints a credential the backend accepts for a covered call whose use the grants workflow holds', async () => {
     const { minter: granted, asked } = minterWith();
@@ -467,7 +481,7 @@ describe('the credential minter verifies a call run on a standing grant', () => 
       'a held use without its time',
       () =>
         mintGranted(grantApproval(), {
-          minter: minterWith({ grantUse: async () => ({ held: true }) }).minter,
+          minter: minterWith({ grantUse: async () => ({ held: true }) as never }).minter,
         }),
       `holds no use for call ${callId}`,
     ],
@@ -594,6 +608,18 @@ describe('the credential minter verifies a call run on a standing grant', () => 
       );
     },
   );
+
+  it.each([
+    ['counted at another amount (a raw use of 0 cents)', { amount: 0 }],
+    ['counted for another call', { callId: 'tc-other' }],
+    ['counted for another caller', { caller: 'ops-bot' }],
+    ['counted at another risk level', { riskLevel: 'reversible' }],
+  ])('refuses a use %s', async (_case, overrides) => {
+    const { minter: granted } = minterWith({ grantUse: async () => heldUse(usedAt, overrides) });
+    await expect(mintGranted(grantApproval(), { minter: granted })).rejects.toThrow(
+      'counted its use for another call or amount',
+    );
+  });
 
   it('mints a call at exactly the per-call cap and total', async () => {
     const atCap = signedBy(grantOf({ maxAmountPerCall: 2_590, maxAmount: 2_590 }));

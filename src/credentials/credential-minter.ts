@@ -5,6 +5,7 @@ import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CredentialClaims, ExecutionApproval, GrantApproval } from '../shared/approval';
 import { judgeGrant } from '../policy/grant-rules';
 import { grantRefusesCall } from '../shared/grants';
+import type { GrantUseStatus } from '../shared/grants';
 import type { RiskLevel } from '../tools/risk-levels';
 import type { ApproverKeyStatus, VerifiedKey } from '../shared/approver-keys';
 import { approvalNonce, maxCredentialSeconds } from '../shared/approval';
@@ -60,10 +61,7 @@ export function createCredentialMinter(input: {
    * Whether the grants workflow holds a use of a grant for a reservation, and when it was taken (see
    * `readGrantUse`). Without it, no call runs on a standing grant: the minter fails closed.
    */
-  grantUse?: (input: {
-    grantId: string;
-    reservationId: string;
-  }) => Promise<{ held: boolean; usedAt?: string }>;
+  grantUse?: (input: { grantId: string; reservationId: string }) => Promise<GrantUseStatus>;
 }): CredentialMinter {
   return {
     tickets: createAdmissionTickets({ privateKey: input.privateKey }),
@@ -168,9 +166,7 @@ async function confirmGrant(input: {
   args: Record<string, unknown>;
   riskLevel: RiskLevel;
   policy: LoadedPolicy;
-  grantUse:
-    | ((input: { grantId: string; reservationId: string }) => Promise<{ held: boolean; usedAt?: string }>)
-    | undefined;
+  grantUse: ((input: { grantId: string; reservationId: string }) => Promise<GrantUseStatus>) | undefined;
 }): Promise<void> {
   const { approval, contract } = input;
   const grantId = String((approval.grant as { grant?: { grantId?: unknown } } | undefined)?.grant?.grantId);
@@ -179,7 +175,7 @@ async function confirmGrant(input: {
   if (approval.reservationId !== input.callId) {
     throw new MintRefusal(`grant ${grantId} was used by another call, not ${input.callId}`);
   }
-  let use: { held: boolean; usedAt?: string };
+  let use: GrantUseStatus;
   try {
     use = await input.grantUse({ grantId, reservationId: input.callId });
   } catch {
@@ -213,6 +209,19 @@ async function confirmGrant(input: {
     nowMs: usedAtMs,
   });
   if (refusal) throw new MintRefusal(`grant ${grantId} does not cover this call (${refusal})`);
+  // The use counted in the grant is this call's: same caller, tool, level and amount, or the grant's
+  // total would not bound what runs (a use counted at 0 cents covering a 1,000-cent refund).
+  const counted =
+    use.callId === input.callId &&
+    use.caller === input.caller &&
+    use.tool === contract.name &&
+    use.riskLevel === input.riskLevel &&
+    use.amount === (amount ?? 0);
+  if (!counted) {
+    throw new MintRefusal(
+      `grant ${grantId} counted its use for another call or amount (${use.amount} for ${use.caller}'s ${use.tool}), not this one`,
+    );
+  }
 }
 
 function amountFunctionOf(

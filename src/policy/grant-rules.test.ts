@@ -34,6 +34,13 @@ const policyValue = {
       autonomy: 'reversible',
       approval: { ceiling: 'critical', quorum: { irreversible: 2 } },
     },
+    'reader-bot': { publicKey: inline(pair()), tools: ['get_order'], autonomy: 'read' },
+    'careful-bot': {
+      publicKey: inline(pair()),
+      tools: ['refund_order'],
+      autonomy: 'reversible',
+      approval: { ceiling: 'irreversible' },
+    },
   },
   approvers: {
     alice: { publicKey: inline(alice), maxLevel: 'critical' },
@@ -66,6 +73,7 @@ const at = (ms: number) => new Date(ms).toISOString();
 
 const grantOf = (overrides: Partial<StandingGrant> = {}): StandingGrant => ({
   grantId: '6f1c1d0e-1111-4a4a-9b9b-000000000001',
+  taskQueue: 'toolgate',
   caller: 'support-bot',
   tool: 'refund_order',
   maxLevel: 'irreversible',
@@ -533,5 +541,44 @@ describe('a grant signature is a grant signature only', () => {
 
   it.each(['decision', 'tool-switch', 'grant-revocation'] as const)('does not pass as a %s', (kind) => {
     expect(verifyWithNode({ kind, value: grant, signature, publicKeyHex: key })).toBe(false);
+  });
+});
+
+describe('judgeGrant grants only what a human could approve for the caller, on this deployment', () => {
+  it.each([
+    [
+      "a tool outside the caller's allowlist",
+      { caller: 'reader-bot' },
+      "refund_order is not on reader-bot's allowlist",
+    ],
+    [
+      'a caller with no human approval configured',
+      { caller: 'reader-bot', tool: 'get_order', maxAmount: undefined, maxAmountPerCall: undefined },
+      'no human approval is configured for reader-bot',
+    ],
+    [
+      "a level above the caller's approval ceiling",
+      { caller: 'careful-bot', maxLevel: 'critical' as const },
+      'go up to "irreversible" only',
+    ],
+  ])('refuses %s as GRANT_INVALID', (_case, overrides, reason) => {
+    const grant = { ...grantOf(), ...overrides };
+    const signers: [string, KeyPair][] = [
+      ['alice', alice],
+      ['erin', erin],
+    ];
+    expect(reasonOf(signed(grant, signers), 'GRANT_INVALID')).toContain(reason);
+  });
+
+  it('refuses a grant signed for another task queue, and takes one for its own', () => {
+    const forOther = signed(grantOf({ taskQueue: 'orders-staging' }));
+    const judged = judgeGrant({ signed: forOther, policy, tool: tools, taskQueue: 'toolgate', nowMs });
+    expect(judged).toMatchObject({ ok: false, code: 'GRANT_INVALID' });
+    expect(judged.ok ? '' : judged.reason).toContain('"orders-staging", not this deployment\'s "toolgate"');
+    expect(
+      judgeGrant({ signed: signed(grantOf()), policy, tool: tools, taskQueue: 'toolgate', nowMs }),
+    ).toMatchObject({
+      ok: true,
+    });
   });
 });

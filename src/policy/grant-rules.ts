@@ -44,6 +44,8 @@ export function judgeGrant(input: {
   policy: LoadedPolicy;
   /** Whether this deployment runs the tool, and whether its contract declares an `amount`. */
   tool: (name: string) => { declaresAmount: boolean } | undefined;
+  /** The task queue judging it (a worker's): a grant signed for another deployment is refused. */
+  taskQueue?: string;
   nowMs: number;
 }): GrantJudgement {
   const refused = (code: GrantRefusalCode, reason: string): GrantJudgement => ({ ok: false, code, reason });
@@ -51,10 +53,34 @@ export function judgeGrant(input: {
   if (problem) return refused('GRANT_INVALID', problem);
   const { grant, signatures } = input.signed as SignedGrant;
   const { policy } = input;
+  if (input.taskQueue !== undefined && grant.taskQueue !== input.taskQueue) {
+    return refused(
+      'GRANT_INVALID',
+      `the grant is for task queue "${grant.taskQueue}", not this deployment's "${input.taskQueue}"`,
+    );
+  }
   const callerPolicy = policy.callerPolicy(grant.caller);
   if (!callerPolicy) return refused('CALLER_UNKNOWN', `no caller "${grant.caller}" in the policy`);
   const tool = input.tool(grant.tool);
   if (!tool) return refused('UNKNOWN_TOOL', `no tool "${grant.tool}" on this deployment`);
+  // A grant approves in advance only what a human could approve for this caller now: a tool on its
+  // allowlist, up to its approval ceiling. A policy widened later does not wake an old grant.
+  if (!callerPolicy.tools.includes(grant.tool)) {
+    return refused('GRANT_INVALID', `${grant.tool} is not on ${grant.caller}'s allowlist`);
+  }
+  const ceiling = callerPolicy.approval?.ceiling;
+  if (ceiling === undefined) {
+    return refused(
+      'GRANT_INVALID',
+      `no human approval is configured for ${grant.caller}: there is nothing to grant`,
+    );
+  }
+  if (riskRank(grant.maxLevel) > riskRank(ceiling)) {
+    return refused(
+      'GRANT_INVALID',
+      `approvals for ${grant.caller} go up to "${ceiling}" only; the grant covers "${grant.maxLevel}"`,
+    );
+  }
   if ((grant.maxAmount !== undefined || grant.maxAmountPerCall !== undefined) && !tool.declaresAmount) {
     return refused(
       'GRANT_INVALID',

@@ -16,6 +16,7 @@ const expiresAtMs = nowMs + hourMs;
 
 const grantOf = (overrides: Partial<StandingGrant> = {}): StandingGrant => ({
   grantId: '6f1c1d0e-1111-4a4a-9b9b-000000000001',
+  taskQueue: 'toolgate',
   caller: 'support-bot',
   tool: 'refund_order',
   maxLevel: 'irreversible',
@@ -192,12 +193,22 @@ describe('grant and revocation shapes', () => {
     [
       'an empty caller',
       { grant: grantOf({ caller: ' ' }), signatures: [signature] },
-      'its id, caller and tool',
+      'the task queue it is for, its caller and its tool',
+    ],
+    [
+      "a grant id that is not a UUID (one shaped like another grant's event id)",
+      { grant: grantOf({ grantId: 'use:6f1c1d0e-1111-4a4a-9b9b-000000000001:1' }), signatures: [signature] },
+      'a grant id is a UUID',
+    ],
+    [
+      'no task queue',
+      { grant: grantOf({ taskQueue: '' }), signatures: [signature] },
+      'the task queue it is for',
     ],
     [
       'a caller of 201 characters',
       { grant: grantOf({ caller: 'c'.repeat(201) }), signatures: [signature] },
-      'its id, caller and tool',
+      'the task queue it is for, its caller and its tool',
     ],
     ['maxCalls 0', { grant: grantOf({ maxCalls: 0 }), signatures: [signature] }, 'whole number of calls'],
     ['maxCalls 1.5', { grant: grantOf({ maxCalls: 1.5 }), signatures: [signature] }, 'whole number of calls'],

@@ -23,8 +23,10 @@ export function grantsWorkflowId(taskQueue: string): string {
 
 /** What approvers sign (kind `grant`): one caller, one tool, a ceiling of risk, calls, amounts and time. */
 export interface StandingGrant {
-  /** A fresh id (UUID): a grant is added once, and keys its audit events. */
+  /** A fresh id (a UUID): a grant is added once, and keys its audit events. */
   grantId: string;
+  /** The deployment's task queue it is for: a grant signed for one deployment holds on no other. */
+  taskQueue: string;
   caller: string;
   tool: string;
   /** The highest risk level the grant covers; never above what each signing approver may approve. */
@@ -105,6 +107,8 @@ export interface GrantUseRequest {
   /** The write's call id (a read's `<callId>:<runId>`): a use asked again is answered, never counted twice. */
   reservationId: string;
   callId: string;
+  /** The run asking: only the run that took a use gives it back. */
+  runId: string;
   caller: string;
   tool: string;
   riskLevel: RiskLevel;
@@ -147,7 +151,11 @@ export interface GrantEvent {
   /** `use-grant`, `release-grant`: the call's reservation, and for a use its amount. */
   reservationId?: string;
   callId?: string;
+  runId?: string;
   amount?: number;
+  riskLevel?: RiskLevel;
+  /** `revoke-grant`: the revocation's id. */
+  revocationId?: string;
   /** `use-grant`: when the grants workflow took it (its clock): the minter judges the grant as of then. */
   usedAt?: string;
   /** `accepted`, or the refusal's code. */
@@ -165,15 +173,28 @@ export const useGrantUpdate = defineUpdate<GrantUse, [GrantUseRequest]>('useGran
 /** Gives back a call's use (it ended without an effect); releasing what is not held changes nothing. */
 export const releaseGrantUpdate = defineUpdate<
   { released: boolean },
-  [{ grantId: string; reservationId: string }]
+  [{ grantId: string; reservationId: string; runId?: string }]
 >('releaseGrant');
 /** Every grant the workflow holds (active, and those ended within the last day). */
 export const grantsQuery = defineQuery<GrantsView>('grants');
 /** Whether a grant holds a use for a reservation: the minter asks before it mints for a granted call. */
-export const grantUseQuery = defineQuery<
-  { held: boolean; usedAt?: string },
-  [{ grantId: string; reservationId: string }]
->('grantUse');
+export const grantUseQuery = defineQuery<GrantUseStatus, [{ grantId: string; reservationId: string }]>(
+  'grantUse',
+);
+
+/** A use of a grant as the grants workflow holds it: what the minter compares with the call it mints for. */
+export type GrantUseStatus =
+  | { held: false }
+  | {
+      held: true;
+      usedAt: string;
+      callId: string;
+      runId: string;
+      caller: string;
+      tool: string;
+      riskLevel: RiskLevel;
+      amount: number;
+    };
 
 /**
  * Why `grant` does not cover the call, or undefined when it does: its caller and tool, a risk level
@@ -218,6 +239,7 @@ export function grantStateOf(input: {
 const maxTextLength = 200;
 const maxReasonLength = 500;
 const maxSignatures = 8;
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * What is wrong with the shape of a signed grant, or undefined: ids and names are short strings, the
@@ -231,8 +253,11 @@ export function grantShapeProblem(signed: unknown): string | undefined {
     typeof field === 'string' && field.trim() !== '' && field.length <= max;
   const whole = (field: unknown) => typeof field === 'number' && Number.isSafeInteger(field) && field > 0;
   if (!grant || typeof grant !== 'object') return 'a signed grant is { grant, signatures }';
-  if (!text(grant.grantId) || !text(grant.caller) || !text(grant.tool)) {
-    return 'a grant names its id, caller and tool';
+  if (typeof grant.grantId !== 'string' || !uuidPattern.test(grant.grantId)) {
+    return 'a grant id is a UUID (signGrant draws one)';
+  }
+  if (!text(grant.taskQueue) || !text(grant.caller) || !text(grant.tool)) {
+    return 'a grant names the task queue it is for, its caller and its tool';
   }
   if (typeof grant.maxLevel !== 'string' || riskRank(grant.maxLevel) < 0) {
     return 'a grant names the highest risk level it covers: read, reversible, irreversible or critical';

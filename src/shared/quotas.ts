@@ -34,6 +34,8 @@ export function quotaWorkflowId(input: { taskQueue: string; quota: ApplicableQuo
 export interface QuotaReservationRequest {
   /** `<callId>:<runId>`: a reservation asked again (a retried activity) is answered, never counted twice. */
   reservationId: string;
+  /** The run reserving: only that run releases it (a later run of the same write never frees its room). */
+  runId?: string;
   amount: number;
   windowMs: number;
   maxCalls?: number;
@@ -57,9 +59,10 @@ export type QuotaReservation = ({ ok: true } | { ok: false }) & QuotaUsage;
 export const reserveQuotaUpdate = defineUpdate<QuotaReservation, [QuotaReservationRequest]>('reserve');
 
 /** Releases a reservation (the call ended without an effect); releasing one that is not held changes nothing. */
-export const releaseQuotaUpdate = defineUpdate<QuotaUsage, [{ reservationId: string; windowMs: number }]>(
-  'release',
-);
+export const releaseQuotaUpdate = defineUpdate<
+  QuotaUsage,
+  [{ reservationId: string; windowMs: number; runId?: string }]
+>('release');
 
 /** The counter's usage now, for a window. */
 export const quotaUsageQuery = defineQuery<
@@ -72,6 +75,8 @@ export interface HeldReservation {
   workflowId: string;
   reservationId: string;
   windowMs: number;
+  /** The run that reserves: a release by another run changes nothing. */
+  runId?: string;
 }
 
 /** The reservation step's answer, recorded in the call's history. */

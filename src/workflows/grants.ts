@@ -13,6 +13,7 @@ import type {
   GrantReceipt,
   GrantUse,
   GrantUseRequest,
+  GrantUseStatus,
   GrantView,
   SignedGrant,
   SignedGrantRevocation,
@@ -45,12 +46,14 @@ const checks = proxyLocalActivities<GrantActivities>({
   retry: { maximumAttempts: 3, initialInterval: '200ms' },
 });
 
+/** One use held: the call and run that took it, for which caller, tool, level and amount, and when. */
+type HeldUse = Omit<Extract<GrantUseStatus, { held: true }>, 'held'>;
+
 /** A grant held by the workflow: the signed grant, who signed it, its uses, and its revocation. */
 class HeldGrant {
-  readonly uses: Map<string, { callId: string; amount: number; usedAt: string }>;
+  /** The uses held, by reservation: which call and run took each, for what, when. */
+  readonly uses: Map<string, HeldUse>;
   revoked?: { by: string; reason: string; at: string };
-  /** Events written for this grant: the next use or release is keyed `<grantId>:<events>`. */
-  events: number;
 
   constructor(
     readonly signed: SignedGrant,
@@ -59,7 +62,6 @@ class HeldGrant {
   ) {
     this.uses = new Map(restored?.uses ?? []);
     if (restored?.revoked) this.revoked = restored.revoked;
-    this.events = restored?.events ?? 1;
   }
 
   get used(): { calls: number; amount: number } {
@@ -110,7 +112,8 @@ class HeldGrant {
 export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
   const grants = new Map<string, HeldGrant>();
   /** Every grant and revocation id ever accepted (from the audit store, then this run): none counts twice. */
-  const seen = new Set<string>();
+  const seenGrants = new Set<string>();
+  const seenRevocations = new Set<string>();
   const inFlight = new Set<string>();
   let restored = false;
   let updates = 0;
@@ -122,22 +125,23 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
   setHandler(grantsQuery, view);
   setHandler(grantUseQuery, ({ grantId, reservationId }) => {
     const use = grants.get(grantId)?.uses.get(reservationId);
-    return use ? { held: true, usedAt: use.usedAt } : { held: false };
+    return use ? { held: true, ...use } : { held: false };
   });
 
   setHandler(
     addGrantUpdate,
     async (signed: SignedGrant): Promise<GrantReceipt> => {
-      await condition(() => restored);
       const { grantId } = signed.grant;
-      refuseIf(seen.has(grantId) || inFlight.has(grantId), 'GRANT_REPLAYED', 'this grant was sent already');
+      // Attempts at one grant id are judged one after the other: the first accepted wins.
+      await condition(() => restored && !inFlight.has(grantId));
+      refuseIf(seenGrants.has(grantId), 'GRANT_REPLAYED', 'this grant was added already');
       inFlight.add(grantId);
       try {
         const verdict = await checks.checkGrant(signed);
         // A refused grant may come back with what it lacked (a second approver's signature); an
         // accepted one never counts twice.
         if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
-        seen.add(grantId);
+        seenGrants.add(grantId);
         const held = new HeldGrant(signed, verdict.ok ? verdict.approvers : []);
         grants.set(grantId, held);
         updates++;
@@ -150,7 +154,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       validator: (signed: SignedGrant) => {
         const problem = grantShapeProblem(signed);
         if (problem) refuseIf(true, 'GRANT_INVALID', problem);
-        refuseIf(seen.has(signed.grant.grantId), 'GRANT_REPLAYED', 'this grant was sent already');
+        refuseIf(seenGrants.has(signed.grant.grantId), 'GRANT_REPLAYED', 'this grant was sent already');
       },
     },
   );
@@ -158,22 +162,27 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
   setHandler(
     revokeGrantUpdate,
     async (signed: SignedGrantRevocation): Promise<GrantReceipt> => {
-      await condition(() => restored);
       const { revocation } = signed;
+      await condition(() => restored && !inFlight.has(revocation.revocationId));
       refuseIf(
-        seen.has(revocation.revocationId) || inFlight.has(revocation.revocationId),
+        seenRevocations.has(revocation.revocationId),
         'GRANT_REPLAYED',
         'this revocation was sent already',
       );
       const held = grants.get(revocation.grantId);
       refuseIf(!held, 'GRANT_UNKNOWN', `no grant ${revocation.grantId} is held on this task queue`);
       const state = held!.view(Date.now()).state;
-      refuseIf(state !== 'active', 'GRANT_NOT_ACTIVE', `grant ${revocation.grantId} is ${state} already`);
+      // A used-up grant is revoked too: a use given back would otherwise bring it back.
+      refuseIf(
+        state === 'revoked' || state === 'expired',
+        'GRANT_NOT_ACTIVE',
+        `grant ${revocation.grantId} is ${state} already`,
+      );
       inFlight.add(revocation.revocationId);
       try {
         const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
         if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
-        seen.add(revocation.revocationId);
+        seenRevocations.add(revocation.revocationId);
         // Revoked at once: no use is taken after this line, whatever the audit write below meant to keep.
         held!.revoked ??= {
           by: revokerName(revocation.by),
@@ -191,7 +200,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
         const problem = revocationShapeProblem(signed);
         if (problem) refuseIf(true, 'GRANT_INVALID', problem);
         refuseIf(
-          seen.has(signed.revocation.revocationId),
+          seenRevocations.has(signed.revocation.revocationId),
           'GRANT_REPLAYED',
           'this revocation was sent already',
         );
@@ -204,9 +213,18 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
     async (request: GrantUseRequest): Promise<GrantUse> => {
       await condition(() => restored);
       const nowMs = Date.now();
-      // A use asked again (a retried activity) is answered from what is held, never counted twice.
+      // A use asked again (a retried activity, or a write proposed again after an effect that may
+      // have happened) is answered from what is held, never counted twice; but only for the very call
+      // it was taken for: the same reservation with another amount, caller, tool or level is not it.
       for (const held of grants.values()) {
-        if (held.uses.has(request.reservationId)) return useAnswer(held);
+        const use = held.uses.get(request.reservationId);
+        if (!use) continue;
+        const same =
+          use.caller === request.caller &&
+          use.tool === request.tool &&
+          use.riskLevel === request.riskLevel &&
+          use.amount === (request.amount ?? 0);
+        return same ? useAnswer(held) : { ok: false };
       }
       const candidates = [...grants.values()]
         .filter(
@@ -219,19 +237,17 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       const chosen = candidates[0];
       if (!chosen) return { ok: false };
       // Counted before anything is awaited: a use that arrives meanwhile sees this one.
-      const use = {
+      const use: HeldUse = {
         callId: request.callId,
+        runId: request.runId,
+        caller: request.caller,
+        tool: request.tool,
+        riskLevel: request.riskLevel,
         amount: request.amount ?? 0,
         usedAt: new Date(nowMs).toISOString(),
       };
       chosen.uses.set(request.reservationId, use);
-      const event = grantEvent(chosen, {
-        action: 'use-grant',
-        reservationId: request.reservationId,
-        callId: request.callId,
-        amount: use.amount,
-        usedAt: use.usedAt,
-      });
+      const event = grantEvent(chosen, { action: 'use-grant', reservationId: request.reservationId, ...use });
       try {
         await checks.recordGrantEvent(event);
       } catch (error) {
@@ -247,6 +263,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
         if (
           typeof request?.reservationId !== 'string' ||
           typeof request.callId !== 'string' ||
+          typeof request.runId !== 'string' ||
           typeof request.caller !== 'string' ||
           typeof request.tool !== 'string' ||
           typeof request.riskLevel !== 'string' ||
@@ -264,22 +281,29 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
 
   setHandler(
     releaseGrantUpdate,
-    async ({ grantId, reservationId }): Promise<{ released: boolean }> => {
+    async ({ grantId, reservationId, runId }): Promise<{ released: boolean }> => {
       await condition(() => restored);
       const held = grants.get(grantId);
       const use = held?.uses.get(reservationId);
       if (!held || !use) return { released: false };
+      // Only the run that took a use gives it back: a later run of the same write, which found it
+      // held (its earlier run's effect unknown), never frees it, whatever that run ends with.
+      if (runId !== undefined && use.runId !== runId) return { released: false };
       // Recorded first: until the audit store has it, the use keeps counting (the safe side).
       await checks.recordGrantEvent(
-        grantEvent(held, { action: 'release-grant', reservationId, callId: use.callId, amount: use.amount }),
+        grantEvent(held, { action: 'release-grant', reservationId, callId: use.callId, runId: use.runId }),
       );
       held.uses.delete(reservationId);
       updates++;
       return { released: true };
     },
     {
-      validator: (request: { grantId: string; reservationId: string } | null) => {
-        if (typeof request?.grantId !== 'string' || typeof request.reservationId !== 'string') {
+      validator: (request: { grantId: string; reservationId: string; runId?: string } | null) => {
+        if (
+          typeof request?.grantId !== 'string' ||
+          typeof request.reservationId !== 'string' ||
+          (request.runId !== undefined && typeof request.runId !== 'string')
+        ) {
           refuseIf(true, 'GRANT_INVALID', 'a release names its grant and reservation');
         }
       },
@@ -287,7 +311,8 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
   );
 
   const restoredGrants = await checks.restoreGrants();
-  for (const id of restoredGrants.seen) seen.add(id);
+  for (const id of restoredGrants.seenGrants ?? []) seenGrants.add(id);
+  for (const id of restoredGrants.seenRevocations ?? []) seenRevocations.add(id);
   for (const record of restoredGrants.grants) {
     grants.set(record.signed.grant.grantId, new HeldGrant(record.signed, record.approvers, record));
   }
@@ -316,10 +341,15 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
 
   function grantEvent(
     held: HeldGrant,
-    event: Pick<GrantEvent, 'action' | 'reservationId' | 'callId' | 'amount' | 'usedAt'>,
+    event: Pick<
+      GrantEvent,
+      'action' | 'reservationId' | 'callId' | 'runId' | 'amount' | 'usedAt' | 'riskLevel'
+    > & { action: 'use-grant' | 'release-grant'; reservationId: string; runId: string },
   ): GrantEvent {
     const { grant } = held.signed;
-    const changeId = `${grant.grantId}:${held.events++}`;
+    // One use or release per grant, reservation and run: ids no grant id (a UUID) can take.
+    const kind = event.action === 'use-grant' ? 'use' : 'release';
+    const changeId = `${kind}:${grant.grantId}:${event.reservationId}:${event.runId}`;
     return {
       changeId,
       grantId: grant.grantId,

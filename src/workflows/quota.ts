@@ -12,6 +12,8 @@ import { quotaUsageQuery, releaseQuotaUpdate, reserveQuotaUpdate } from '../shar
 interface Entry {
   atMs: number;
   amount: number;
+  /** The run that reserved it (absent in counters started before runs were kept). */
+  runId?: string;
 }
 
 /** What a counter carries across continue-as-new: the reservations still within its longest window. */
@@ -72,7 +74,11 @@ export async function toolgateQuota(input: QuotaInput = {}): Promise<void> {
       const tooMany = request.maxCalls !== undefined && now.calls + 1 > request.maxCalls;
       const tooMuch = request.maxAmount !== undefined && now.amount + request.amount > request.maxAmount;
       if (tooMany || tooMuch) return { ok: false, ...now };
-      reservations.set(request.reservationId, { atMs: Date.now(), amount: request.amount });
+      reservations.set(request.reservationId, {
+        atMs: Date.now(),
+        amount: request.amount,
+        ...(typeof request.runId === 'string' ? { runId: request.runId } : {}),
+      });
       return { ok: true, ...usage(request) };
     },
     { validator: validReservation },
@@ -81,13 +87,22 @@ export async function toolgateQuota(input: QuotaInput = {}): Promise<void> {
     releaseQuotaUpdate,
     (request): QuotaUsage => {
       updates++;
-      reservations.delete(request.reservationId);
+      // Only the run that reserved releases: a later run of the same write, which found the room held
+      // (its earlier run's effect unknown), never frees it, whatever that run ends with.
+      const held = reservations.get(request.reservationId);
+      if (held && (held.runId === undefined || request.runId === undefined || held.runId === request.runId)) {
+        reservations.delete(request.reservationId);
+      }
       prune(request.windowMs);
       return usage(request);
     },
     {
-      validator: (request: { reservationId: string; windowMs: number } | null) => {
-        if (typeof request?.reservationId !== 'string' || !positive(request.windowMs)) {
+      validator: (request: { reservationId: string; windowMs: number; runId?: string } | null) => {
+        if (
+          typeof request?.reservationId !== 'string' ||
+          !positive(request.windowMs) ||
+          (request.runId !== undefined && typeof request.runId !== 'string')
+        ) {
           throw new Error('a release names its reservation and window');
         }
       },

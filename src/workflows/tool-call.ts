@@ -505,7 +505,7 @@ class CallRun {
   /** A read's execution started: it counts toward its limits whatever it answers. */
   executedRead = false;
   /** The standing grant's use the call took (step 7): given back if it ends without an effect. */
-  private grantUse?: { grantId: string; reservationId: string };
+  private grantUse?: { grantId: string; reservationId: string; runId: string };
   /** Set when the kill switch, read after the controls told the call, turned its tool off while it waited. */
   disabledSwitch?: DisabledSwitch;
   private switchWakeUps = 0;
@@ -715,6 +715,7 @@ class CallRun {
       }).useStandingGrant({
         reservationId,
         callId: this.callId,
+        runId: this.runId,
         caller: this.proposal.caller,
         tool: evaluated.tool,
         riskLevel: evaluated.riskLevel,
@@ -733,7 +734,7 @@ class CallRun {
       return undefined;
     }
     const { grant } = used.grant;
-    this.grantUse = { grantId: grant.grantId, reservationId };
+    this.grantUse = { grantId: grant.grantId, reservationId, runId: this.runId };
     this.state.grant = {
       outcome: 'used',
       grantId: grant.grantId,
@@ -764,6 +765,7 @@ class CallRun {
         workflowId: quotaWorkflowId({ taskQueue, quota }),
         reservationId,
         windowMs: quota.windowMs,
+        runId: this.runId,
       })),
     };
     const admission = await proxyLocalActivities<QuotaActivities>({
@@ -771,6 +773,7 @@ class CallRun {
       retry: { maximumAttempts: 3, initialInterval: '500ms' },
     }).reserveQuotas({
       reservationId: this.quotaReservation.reservationId,
+      runId: this.runId,
       quotas: evaluated.quotas,
       ...(evaluated.amount !== undefined ? { amount: evaluated.amount } : {}),
     });

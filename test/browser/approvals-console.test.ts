@@ -188,6 +188,7 @@ describe('the approvals console in a real browser', () => {
   it('revokes a standing grant Alice signed, with the key this browser holds: the next refund waits', async () => {
     // Small refunds only (at most 100 cents each), so the other tests' refunds never run on it.
     const signed = signGrant({
+      taskQueue: harness.taskQueue,
       caller: 'support-bot',
       tool: 'refund_order',
       maxLevel: 'irreversible',

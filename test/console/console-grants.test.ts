@@ -78,6 +78,7 @@ async function addedGrant(
   input: { maxCalls?: number; maxAmount?: number; maxAmountPerCall?: number; reason?: string } = {},
 ): Promise<SignedGrant> {
   const signed = signGrant({
+    taskQueue: harness.taskQueue,
     caller: 'support-bot',
     tool: 'refund_order',
     maxLevel: 'irreversible',

@@ -28,6 +28,7 @@ function grantFor(
 ): SignedGrant {
   const [first, ...others] = approvers;
   let signed = signGrant({
+    taskQueue: harness.taskQueue,
     caller: input.caller ?? 'support-bot',
     tool: 'refund_order',
     maxLevel: input.maxLevel ?? 'irreversible',
