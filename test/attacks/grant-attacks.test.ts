@@ -31,6 +31,7 @@ import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { revokeOpenGrants } from '../support/grant-helpers';
 
 // Attacks on bounded standing approvals (grants), from a review. `defect:` tests assert the correct
 // behaviour and fail while the defect they name is there; `refuses` tests guard what held. Not tested:
@@ -168,21 +169,8 @@ function grantSteps(current: () => ToolGateHarness) {
     );
   const rawUse = (request: unknown) =>
     grants().executeUpdate(useGrantUpdate, { args: [request as GrantUseRequest] });
-  /** Revokes every active grant (an operator's), so each test starts with none. */
-  const revokeActive = async () => {
-    for (const entry of (await listGrants({ client: current().temporal, taskQueue: current().taskQueue }))
-      .grants) {
-      if (entry.state !== 'active') continue;
-      await revokeGrant({
-        client: current().temporal,
-        taskQueue: current().taskQueue,
-        grantId: entry.grant.grantId,
-        by: { operator: 'olivia' },
-        key: current().operatorKey('olivia'),
-        reason: 'review cleanup',
-      });
-    }
-  };
+  /** Revokes every grant that could still cover a call, so each test starts with none. */
+  const revokeActive = () => revokeOpenGrants(current(), 'review cleanup');
   return {
     add,
     grants,

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { GrantReceipt, GrantsView, SignedGrant, ToolResult } from 'toolgate';
-import { listGrants, revokeGrant } from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';
 import { harnessCli } from '../support/cli-runner';
+import { revokeOpenGrants } from '../support/grant-helpers';
 
 // `toolgate grants create|sign|submit|list|revoke`, against a running harness.
 
@@ -27,20 +27,7 @@ afterAll(async () => {
 });
 
 // Each test starts with no active grant: what the one before added is revoked by an operator.
-afterEach(async () => {
-  const { grants } = await listGrants({ client: harness.temporal, taskQueue: harness.taskQueue });
-  for (const entry of grants) {
-    if (entry.state !== 'active') continue;
-    await revokeGrant({
-      client: harness.temporal,
-      taskQueue: harness.taskQueue,
-      grantId: entry.grant.grantId,
-      by: { operator: 'olivia' },
-      key: harness.operatorKey('olivia'),
-      reason: 'test done',
-    });
-  }
-});
+afterEach(() => revokeOpenGrants(harness));
 
 const run = (...argv: string[]) => cli.run(...argv);
 const appliedRefunds = () => harness.orders.api.refundCount();

@@ -21,6 +21,7 @@ import type { ConsoleAnswer } from '../support/console-helpers';
 import { ConsoleVisitor, startHarnessConsole } from '../support/console-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { revokeOpenGrants } from '../support/grant-helpers';
 
 // The console's grants page: the task queue's standing grants listed for approvers, and a grant
 // revoked by one of its approvers with the key enrolled in their browser, relayed by the console to
@@ -53,17 +54,7 @@ afterAll(async () => {
 
 // Each test starts with no active grant and no waiting call.
 afterEach(async () => {
-  for (const entry of (await listGrants({ client: harness.temporal, taskQueue: harness.taskQueue })).grants) {
-    if (entry.state !== 'active') continue;
-    await revokeGrant({
-      client: harness.temporal,
-      taskQueue: harness.taskQueue,
-      grantId: entry.grant.grantId,
-      by: { operator: 'olivia' },
-      key: harness.operatorKey('olivia'),
-      reason: 'test done',
-    });
-  }
+  await revokeOpenGrants(harness);
   await Promise.all(
     waiting
       .splice(0)

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { revokeOpenGrants } from '../support/grant-helpers';
 
 let harness: ToolGateHarness;
 
@@ -94,19 +95,7 @@ const cancelAll = (results: ToolResult[]) =>
   );
 
 // Each test starts with no active grant: what the one before added is revoked by an operator.
-afterEach(async () => {
-  for (const entry of (await listGrants({ client: harness.temporal, taskQueue: harness.taskQueue })).grants) {
-    if (entry.state !== 'active') continue;
-    await revokeGrant({
-      client: harness.temporal,
-      taskQueue: harness.taskQueue,
-      grantId: entry.grant.grantId,
-      by: { operator: 'olivia' },
-      key: harness.operatorKey('olivia'),
-      reason: 'test done',
-    });
-  }
-});
+afterEach(() => revokeOpenGrants(harness));
 
 describe('bounded standing approvals', () => {
   it('lets exactly N calls through without waiting, records the grant each used, and the next one waits', async () => {
