@@ -136,7 +136,13 @@ export async function startBenchHarness(input: {
         onUnexpectedExit: input.onWorkerExit,
       }),
       startWorkerChild({
-        config: { kind: 'bare', address: server.address, taskQueue: bareTaskQueue, ordersUrl: orders.url },
+        config: {
+          kind: 'bare',
+          address: server.address,
+          taskQueue: bareTaskQueue,
+          ordersUrl: orders.url,
+          minterPrivateKeyPath: minterKeys.privateKey,
+        },
         log,
         profileDirectory: input.profileDirectory,
         onUnexpectedExit: input.onWorkerExit,

@@ -111,7 +111,12 @@ async function createWorker(
           workflowsPath: join(__dirname, 'bare-workflows.ts'),
           outFile: join(mkdtempSync(join(tmpdir(), 'bench-bare-')), 'workflows.js'),
         }),
-        activities: createBareActivities({ ordersUrl: config.ordersUrl }),
+        activities: createBareActivities({
+          ordersUrl: config.ordersUrl,
+          ...(config.minterPrivateKeyPath !== undefined
+            ? { minterPrivateKeyPath: config.minterPrivateKeyPath }
+            : {}),
+        }),
       });
     case 'toolgate': {
       // Written as a user's deployment would be: a config with the policy in a file, started by the

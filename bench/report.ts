@@ -19,7 +19,7 @@ export interface LatencyResult {
 
 /** Closed-loop throughput of one scenario at one number of concurrent callers. */
 export interface ThroughputResult {
-  scenario: 'governed-read' | 'bare-activity';
+  scenario: 'governed-read' | 'bare-activity' | 'governed-write' | 'bare-refund';
   label: string;
   callers: number;
   /** Measured window in seconds, summed over rounds. */
@@ -98,6 +98,7 @@ export function latencyRatios(latency: readonly LatencyResult[]): BenchResults['
     ['governed read / bare activity', 'governed-read', 'bare-activity'],
     ['governed read / bare local activity', 'governed-read', 'bare-local'],
     ['governed rejection / bare activity', 'governed-reject', 'bare-activity'],
+    ['governed write / bare refund activity', 'governed-write', 'bare-refund'],
   ];
   return pairs.flatMap(([label, governedId, bareId]) => {
     const governed = find(governedId);
@@ -153,78 +154,86 @@ export function formatTable(results: BenchResults): string {
     );
   }
 
-  lines.push('');
-  const headers = ['callers', 'gov/s', 'bare/s', 'gov/bare', 'gov p50', 'gov p95', 'bare p50', 'bare p95'];
-  const cpuHeaders = ['gov cpu', 'bare cpu', 'errors'];
-  const cell = 10;
-  lines.push(
-    pad('Throughput, closed loop', 24) + [...headers, ...cpuHeaders].map((h) => padLeft(h, cell)).join(''),
-  );
-  const levels = [...new Set(results.throughput.map((t) => t.callers))].sort((a, b) => a - b);
-  levels.forEach((callers, index) => {
-    const governed = results.throughput.find((t) => t.callers === callers && t.scenario === 'governed-read');
-    const bare = results.throughput.find((t) => t.callers === callers && t.scenario === 'bare-activity');
-    const nan = Number.NaN;
-    const legend = ['  calls/s; latency ms;', '  worker CPU ms/call', ''][index] ?? '';
-    lines.push(
-      pad(legend, 24) +
-        [
-          String(callers),
-          fixed(governed?.callsPerSecond ?? nan),
-          fixed(bare?.callsPerSecond ?? nan),
-          `${fixed(ratio(governed?.callsPerSecond ?? nan, bare?.callsPerSecond ?? nan), 2)}x`,
-          fixed(governed?.latency.p50 ?? nan),
-          fixed(governed?.latency.p95 ?? nan),
-          fixed(bare?.latency.p50 ?? nan),
-          fixed(bare?.latency.p95 ?? nan),
-          fixed(governed?.workerCpuMsPerCall ?? nan),
-          fixed(bare?.workerCpuMsPerCall ?? nan),
-          `${governed?.errors ?? 0}/${bare?.errors ?? 0}`,
-        ]
-          .map((text) => padLeft(text, cell))
-          .join(''),
-    );
-  });
-
-  lines.push('');
-  const cpuColumns = [
-    'callers',
-    'gov wrk',
-    'gov srv',
-    'gov cli',
-    'gov all',
-    'bare wrk',
-    'bare srv',
-    'bare cli',
+  const throughputPairs: [string, ThroughputResult['scenario'], ThroughputResult['scenario']][] = [
+    ['', 'governed-read', 'bare-activity'],
+    [': writes', 'governed-write', 'bare-refund'],
   ];
-  lines.push(
-    pad('CPU per call (ms)', 24) +
-      [...cpuColumns, 'bare all', 'gov/bare'].map((h) => padLeft(h, cell)).join(''),
-  );
-  levels.forEach((callers, index) => {
-    const governed = results.throughput.find((t) => t.callers === callers && t.scenario === 'governed-read');
-    const bare = results.throughput.find((t) => t.callers === callers && t.scenario === 'bare-activity');
-    const all = (t: ThroughputResult | undefined) =>
-      t ? t.workerCpuMsPerCall + t.serverCpuMsPerCall + t.clientCpuMsPerCall : Number.NaN;
-    const legend = ['  worker, server, client', '  (bench), all three', ''][index] ?? '';
+  for (const [title, governedId, bareId] of throughputPairs) {
+    if (!results.throughput.some((t) => t.scenario === governedId)) continue;
+    lines.push('');
+    const headers = ['callers', 'gov/s', 'bare/s', 'gov/bare', 'gov p50', 'gov p95', 'bare p50', 'bare p95'];
+    const cpuHeaders = ['gov cpu', 'bare cpu', 'errors'];
+    const cell = 10;
     lines.push(
-      pad(legend, 24) +
-        [
-          String(callers),
-          fixed(governed?.workerCpuMsPerCall ?? Number.NaN),
-          fixed(governed?.serverCpuMsPerCall ?? Number.NaN),
-          fixed(governed?.clientCpuMsPerCall ?? Number.NaN),
-          fixed(all(governed)),
-          fixed(bare?.workerCpuMsPerCall ?? Number.NaN),
-          fixed(bare?.serverCpuMsPerCall ?? Number.NaN),
-          fixed(bare?.clientCpuMsPerCall ?? Number.NaN),
-          fixed(all(bare)),
-          `${fixed(ratio(all(governed), all(bare)), 2)}x`,
-        ]
-          .map((text) => padLeft(text, cell))
-          .join(''),
+      pad(`Throughput, closed loop${title}`, 24) +
+        [...headers, ...cpuHeaders].map((h) => padLeft(h, cell)).join(''),
     );
-  });
+    const levels = [...new Set(results.throughput.map((t) => t.callers))].sort((a, b) => a - b);
+    levels.forEach((callers, index) => {
+      const governed = results.throughput.find((t) => t.callers === callers && t.scenario === governedId);
+      const bare = results.throughput.find((t) => t.callers === callers && t.scenario === bareId);
+      const nan = Number.NaN;
+      const legend = ['  calls/s; latency ms;', '  worker CPU ms/call', ''][index] ?? '';
+      lines.push(
+        pad(legend, 24) +
+          [
+            String(callers),
+            fixed(governed?.callsPerSecond ?? nan),
+            fixed(bare?.callsPerSecond ?? nan),
+            `${fixed(ratio(governed?.callsPerSecond ?? nan, bare?.callsPerSecond ?? nan), 2)}x`,
+            fixed(governed?.latency.p50 ?? nan),
+            fixed(governed?.latency.p95 ?? nan),
+            fixed(bare?.latency.p50 ?? nan),
+            fixed(bare?.latency.p95 ?? nan),
+            fixed(governed?.workerCpuMsPerCall ?? nan),
+            fixed(bare?.workerCpuMsPerCall ?? nan),
+            `${governed?.errors ?? 0}/${bare?.errors ?? 0}`,
+          ]
+            .map((text) => padLeft(text, cell))
+            .join(''),
+      );
+    });
+
+    lines.push('');
+    const cpuColumns = [
+      'callers',
+      'gov wrk',
+      'gov srv',
+      'gov cli',
+      'gov all',
+      'bare wrk',
+      'bare srv',
+      'bare cli',
+    ];
+    lines.push(
+      pad(`CPU per call (ms)${title}`, 24) +
+        [...cpuColumns, 'bare all', 'gov/bare'].map((h) => padLeft(h, cell)).join(''),
+    );
+    levels.forEach((callers, index) => {
+      const governed = results.throughput.find((t) => t.callers === callers && t.scenario === governedId);
+      const bare = results.throughput.find((t) => t.callers === callers && t.scenario === bareId);
+      const all = (t: ThroughputResult | undefined) =>
+        t ? t.workerCpuMsPerCall + t.serverCpuMsPerCall + t.clientCpuMsPerCall : Number.NaN;
+      const legend = ['  worker, server, client', '  (bench), all three', ''][index] ?? '';
+      lines.push(
+        pad(legend, 24) +
+          [
+            String(callers),
+            fixed(governed?.workerCpuMsPerCall ?? Number.NaN),
+            fixed(governed?.serverCpuMsPerCall ?? Number.NaN),
+            fixed(governed?.clientCpuMsPerCall ?? Number.NaN),
+            fixed(all(governed)),
+            fixed(bare?.workerCpuMsPerCall ?? Number.NaN),
+            fixed(bare?.serverCpuMsPerCall ?? Number.NaN),
+            fixed(bare?.clientCpuMsPerCall ?? Number.NaN),
+            fixed(all(bare)),
+            `${fixed(ratio(all(governed), all(bare)), 2)}x`,
+          ]
+            .map((text) => padLeft(text, cell))
+            .join(''),
+      );
+    });
+  }
 
   lines.push('');
   lines.push(

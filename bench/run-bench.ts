@@ -25,9 +25,11 @@ import {
   decisionToEffect,
   governedReader,
   governedRejecter,
+  governedWriter,
   invalidRefundArguments,
   readOrderId,
-  refundableAfterReset,
+  refundOrderId,
+  writeCentsPerCall,
 } from './scenarios';
 import { summarize } from './stats';
 
@@ -46,6 +48,8 @@ interface Plan {
   phaseSeconds: number;
   throughputWarmupSeconds: number;
   levels: number[];
+  /** Concurrent sessions of the memory phase (each caller holds one open session). */
+  memorySessions: number;
   /** Pure-pipeline iterations of each case per round. */
   pureIterations: number;
 }
@@ -60,6 +64,7 @@ const plans: Record<BenchResults['mode'], Plan> = {
     phaseSeconds: 1,
     throughputWarmupSeconds: 0.5,
     levels: [1, 10, 50],
+    memorySessions: 100,
     pureIterations: 1000,
   },
   full: {
@@ -71,6 +76,7 @@ const plans: Record<BenchResults['mode'], Plan> = {
     phaseSeconds: 6,
     throughputWarmupSeconds: 2,
     levels: [1, 10, 50],
+    memorySessions: 500,
     pureIterations: 5000,
   },
 };
@@ -382,6 +388,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     bareLocal: new Series('bare-local', 'bare workflow, 1 local activity', 'bare'),
     governedRead: new Series('governed-read', 'governed read (get_order)', 'governed'),
     governedReject: new Series('governed-reject', 'governed rejection (INVALID_ARGUMENTS)', 'governed'),
+    bareRefund: new Series('bare-refund', 'bare workflow, refund in 1 activity', 'bare'),
+    governedWrite: new Series('governed-write', 'governed write, no approval (refund_order)', 'governed'),
     pending: new Series('approval-pending', 'refund proposed -> APPROVAL_PENDING', 'approval'),
     decide: new Series('approval-decide', 'ApprovalAdmin.decide -> accepted', 'approval'),
     visible: new Series('approval-visible', 'decision -> refund visible (polled)', 'approval'),
@@ -393,19 +401,23 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     bareLocal: bareCaller({ harness, workflow: 'bareLocalRead' }),
     governedRead: governedReader(harness),
     governedReject: governedRejecter(harness),
+    bareRefund: bareCaller({ harness, workflow: 'bareRefund' }),
+    governedWrite: governedWriter(harness),
   };
-  let refundedSinceReset = 0;
+  /** Resets the orders service when ORD-1003 has less left than `neededCents` (between phases only). */
+  const ensureRefundable = async (neededCents: number): Promise<void> => {
+    const order = await harness.orders.api.getOrder({ orderId: refundOrderId });
+    if (order.refundableCents >= neededCents) return;
+    log('resetting the orders service (ORD-1003 is nearly fully refunded)');
+    await harness.orders.api.reset();
+  };
   const approvals = async (count: number, record: boolean): Promise<void> => {
-    if (refundedSinceReset + count * approvedRefundCents > refundableAfterReset) {
-      log('resetting the orders service (ORD-1003 is nearly fully refunded)');
-      await harness.orders.api.reset();
-      refundedSinceReset = 0;
-    }
+    // The writes take from ORD-1003 too: what is left is read from the service.
+    await ensureRefundable(count * approvedRefundCents);
     for (let index = 0; index < count; index++) {
       let timings: DecisionTimings;
       try {
         timings = await decisionToEffect({ harness, amountCents: approvedRefundCents });
-        refundedSinceReset += approvedRefundCents;
       } catch (error) {
         if (record) series.result.fail(errorCode(error));
         continue;
@@ -419,9 +431,13 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     }
   };
   const sequential: { name: string; run: (record: boolean, count: number) => Promise<void> }[] = [
-    ...(['bareActivity', 'bareLocal', 'governedRead', 'governedReject'] as const).map((key) => ({
+    ...(
+      ['bareActivity', 'bareLocal', 'governedRead', 'governedReject', 'bareRefund', 'governedWrite'] as const
+    ).map((key) => ({
       name: series[key].label,
       run: async (record: boolean, count: number) => {
+        if (key === 'bareRefund' || key === 'governedWrite')
+          await ensureRefundable(count * writeCentsPerCall);
         for (let index = 0; index < count; index++)
           await timeOne(callers[key], record ? series[key] : undefined);
       },
@@ -469,17 +485,49 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   await Promise.all(Object.values(callers).map((caller) => caller.close().catch(() => undefined)));
 
   // Throughput, interleaved: every round visits every (callers, scenario) phase, alternating the order.
-  const throughputScenarios = [
-    { scenario: 'governed-read' as const, label: 'governed read', make: () => governedReader(harness) },
+  const throughputScenarios: {
+    scenario: ThroughputResult['scenario'];
+    label: string;
+    governed: boolean;
+    writes: boolean;
+    make: () => SimulatedCaller;
+  }[] = [
     {
-      scenario: 'bare-activity' as const,
+      scenario: 'governed-read',
+      label: 'governed read',
+      governed: true,
+      writes: false,
+      make: () => governedReader(harness),
+    },
+    {
+      scenario: 'bare-activity',
       label: 'bare workflow, 1 activity',
+      governed: false,
+      writes: false,
       make: () => bareCaller({ harness, workflow: 'bareRead' }),
     },
+    {
+      scenario: 'governed-write',
+      label: 'governed write, no approval',
+      governed: true,
+      writes: true,
+      make: () => governedWriter(harness),
+    },
+    {
+      scenario: 'bare-refund',
+      label: 'bare workflow, refund in 1 activity',
+      governed: false,
+      writes: true,
+      make: () => bareCaller({ harness, workflow: 'bareRefund' }),
+    },
   ];
+  /** What one write phase may take from ORD-1003 at most (a generous bound: 100 calls/s). */
+  const writePhaseCents = Math.ceil(plan.phaseSeconds * 100 * writeCentsPerCall);
   log(`throughput warm-up: ${plan.throughputWarmupSeconds} s of each scenario at 10 callers`);
-  for (const entry of throughputScenarios)
+  for (const entry of throughputScenarios) {
+    if (entry.writes) await ensureRefundable(writePhaseCents);
     await closedLoop({ callers: 10, seconds: plan.throughputWarmupSeconds, make: entry.make });
+  }
   const idle = { toolgate: await harness.toolgateWorker.mark(), bare: await harness.bareWorker.mark() };
   const maxLevel = Math.max(...plan.levels);
   const peaks = {
@@ -493,7 +541,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     for (const callers of plan.levels) {
       const ordered = round % 2 === 0 ? throughputScenarios : [...throughputScenarios].reverse();
       for (const entry of ordered) {
-        const governed = entry.scenario === 'governed-read';
+        const { governed } = entry;
+        if (entry.writes) await ensureRefundable(writePhaseCents);
         const worker = governed ? harness.toolgateWorker : harness.bareWorker;
         await worker.mark();
         const serverBefore = processCpuMicros(harness.serverPid);
@@ -502,7 +551,7 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         const clientUsage = process.cpuUsage(clientBefore);
         const serverAfter = processCpuMicros(harness.serverPid);
         const usage = await worker.read();
-        if (callers === maxLevel) {
+        if (callers === maxLevel && !entry.writes) {
           if (governed) {
             peaks.toolgate = Math.max(peaks.toolgate, usage.peakBytes);
             peaks.toolgateSamples += usage.samples;
@@ -575,6 +624,30 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     }
   }
 
+  // Memory under many open sessions at once: every caller holds its own session while its first
+  // calls are in flight, governed reads against bare reads, one phase each.
+  const crowd = plan.memorySessions;
+  log(`memory: ${crowd} concurrent sessions (governed), then ${crowd} concurrent bare callers`);
+  const crowdPeaks = { toolgate: 0, bare: 0, toolgateSamples: 0, bareSamples: 0, errors: [0, 0] };
+  for (const [index, entry] of throughputScenarios.filter((scenario) => !scenario.writes).entries()) {
+    const worker = entry.governed ? harness.toolgateWorker : harness.bareWorker;
+    await worker.mark();
+    const outcome = await closedLoop({ callers: crowd, seconds: plan.phaseSeconds, make: entry.make });
+    const usage = await worker.read();
+    crowdPeaks.errors[index] = outcome.errors;
+    if (entry.governed) {
+      crowdPeaks.toolgate = usage.peakBytes;
+      crowdPeaks.toolgateSamples = usage.samples;
+    } else {
+      crowdPeaks.bare = usage.peakBytes;
+      crowdPeaks.bareSamples = usage.samples;
+    }
+    log(
+      `memory: ${entry.label}, ${crowd} callers: ${outcome.calls} calls in ${outcome.elapsedSeconds.toFixed(1)} s, ` +
+        `peak ${(usage.peakBytes / 2 ** 20).toFixed(0)} MB, ${outcome.errors} errors`,
+    );
+  }
+
   log('reading round trips from the histories of representative calls');
   const roundTrips = await recordHistories(harness);
 
@@ -603,6 +676,20 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         peakMb: megabytes(peaks.bare),
         samples: peaks.bareSamples,
         warnings: Object.fromEntries(harness.bareWorker.warnings),
+      },
+      {
+        label: `toolgate worker, ${crowd} concurrent sessions`,
+        idleMb: megabytes(idle.toolgate.currentBytes),
+        peakMb: megabytes(crowdPeaks.toolgate),
+        samples: crowdPeaks.toolgateSamples,
+        warnings: {},
+      },
+      {
+        label: `bare worker, ${crowd} concurrent callers`,
+        idleMb: megabytes(idle.bare.currentBytes),
+        peakMb: megabytes(crowdPeaks.bare),
+        samples: crowdPeaks.bareSamples,
+        warnings: {},
       },
     ],
   };

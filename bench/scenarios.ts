@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { BenchHarness } from './bench-harness';
 import { benchApprover, benchCallers } from './bench-policy';
-import type { bareLocalRead, bareRead } from './bare-workflows';
+import type { bareLocalRead, bareRead, bareRefund } from './bare-workflows';
 
 /** What one call answered: whether it is the answer the scenario expects, and its code. */
 export interface Outcome {
@@ -28,14 +28,14 @@ export const callsPerSession = 8;
 export const readOrderId = 'ORD-1001';
 /** The order the approved refunds are taken from (90000 BRL cents refundable after a reset). */
 export const refundOrderId = 'ORD-1003';
-export const refundableAfterReset = 90_000;
 
 /** An agent calling one tool through toolgate, in conversations of {@link callsPerSession} calls. */
 export function governedCaller(input: {
   harness: BenchHarness;
   caller: string;
   tool: string;
-  arguments: string;
+  /** The arguments, or the arguments of the session's n-th call (1-based): a write needs distinct ones. */
+  arguments: string | ((callInSession: number) => string);
   expectedCode: string;
   label: string;
 }): SimulatedCaller {
@@ -63,7 +63,7 @@ export function governedCaller(input: {
         session,
         caller: input.caller,
         tool: input.tool,
-        arguments: input.arguments,
+        arguments: typeof input.arguments === 'string' ? input.arguments : input.arguments(used),
       });
       return { ok: result.code === input.expectedCode, code: result.code };
     },
@@ -82,6 +82,29 @@ export function governedReader(harness: BenchHarness): SimulatedCaller {
     label: 'read',
   });
 }
+
+/** A refund of `cents` from ORD-1003, the arguments the governed and the bare write both send. */
+function refundArguments(cents: number): string {
+  return JSON.stringify({ order_id: refundOrderId, amount_cents: cents, currency: 'BRL', reason: 'damaged' });
+}
+
+/**
+ * The governed write: a refund of 1 to 8 cents (the session's n-th call) by a caller whose autonomy
+ * covers it, so no approval: the whole pipeline, a credential minted, the refund applied and read back.
+ */
+export function governedWriter(harness: BenchHarness): SimulatedCaller {
+  return governedCaller({
+    harness,
+    caller: benchCallers.refunder,
+    tool: 'refund_order',
+    arguments: (callInSession) => refundArguments(callInSession),
+    expectedCode: 'OK',
+    label: 'write',
+  });
+}
+
+/** The most one governed or bare write takes from ORD-1003, in cents. */
+export const writeCentsPerCall = callsPerSession;
 
 /** A refund of 25.9 cents: refused at step 3 (`INVALID_ARGUMENTS`), before any backend. */
 export const invalidRefundArguments = JSON.stringify({
@@ -106,12 +129,23 @@ export function governedRejecter(harness: BenchHarness): SimulatedCaller {
 /** The bare baseline: start a workflow that reads the order in one activity (or local activity), wait for it. */
 export function bareCaller(input: {
   harness: BenchHarness;
-  workflow: 'bareRead' | 'bareLocalRead';
+  workflow: 'bareRead' | 'bareLocalRead' | 'bareRefund';
 }): SimulatedCaller {
   const { harness } = input;
+  let calls = 0;
   return {
     prepare: async () => {},
     call: async () => {
+      if (input.workflow === 'bareRefund') {
+        // The same refunds as the governed write's: 1 to 8 cents, a fresh idempotency key each.
+        const amountCents = (calls++ % callsPerSession) + 1;
+        const refund = await harness.temporal.workflow.execute<typeof bareRefund>('bareRefund', {
+          taskQueue: harness.bareTaskQueue,
+          workflowId: `bench-bareRefund-${randomUUID()}`,
+          args: [{ orderId: refundOrderId, amountCents }],
+        });
+        return { ok: refund.amountCents === amountCents, code: 'OK' };
+      }
       const order = await harness.temporal.workflow.execute<typeof bareRead | typeof bareLocalRead>(
         input.workflow,
         {

@@ -15,7 +15,14 @@ export type BenchWorkerConfig =
       /** A workflow bundle built once by the parent, so that a restarted worker does not bundle again. */
       workflowBundlePath?: string;
     }
-  | { kind: 'bare'; address: string; taskQueue: string; ordersUrl: string };
+  | {
+      kind: 'bare';
+      address: string;
+      taskQueue: string;
+      ordersUrl: string;
+      /** Signs the bare refunds' credentials (the orders service asks for one). */
+      minterPrivateKeyPath?: string;
+    };
 
 /** Messages from the parent. `mark` answers the usage so far and starts a new window; `read` only answers. */
 export type ParentMessage = { type: 'stop' } | { type: 'mark' | 'read'; id: number };
