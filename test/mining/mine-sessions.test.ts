@@ -112,7 +112,7 @@ beforeAll(async () => {
   expect(clean.code).toBe('OK');
   await endSession(sessions.clean, 'resolved');
 
-  // Temporal's visibility lists a closed session a moment after it closes.
+  // Temporal's visibility lists a closed session a moment after it closes: wait for both ends.
   report = await vi.waitFor(
     async () => {
       const mined = await mineCases({
@@ -123,6 +123,8 @@ beforeAll(async () => {
       if (!mined.candidates.some((candidate) => candidate.kind === 'handoff')) {
         throw new Error('the hand-off is not visible yet');
       }
+      // The clean session ended last: its end may be listed a moment after the hand-off's.
+      if ((mined.sessionEnds?.read ?? 0) < 2) throw new Error('the clean session is not visible yet');
       return mined;
     },
     { timeout: 30_000, interval: 500 },
