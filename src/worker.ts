@@ -117,9 +117,7 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       policy: currentPolicy,
       tools: (name) => {
         const contract = options.tools.find((tool) => tool.contract.name === name)?.contract;
-        return contract
-          ? { declaresAmount: typeof (contract as { amount?: unknown }).amount === 'function' }
-          : undefined;
+        return contract ? { declaresAmount: typeof contract.amount === 'function' } : undefined;
       },
       audit,
     }),

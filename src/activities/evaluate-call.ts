@@ -204,7 +204,7 @@ function quotasOf(input: {
   const found = input.policy.quotasFor({ caller: input.caller, tool: input.contract.name });
   const quotas = found.length > 0 ? { quotas: found } : {};
   if (found.length === 0 && !input.needsApproval) return {};
-  const amountOf = (input.contract as { amount?: (args: Record<string, unknown>) => number }).amount;
+  const amountOf = input.contract.amount;
   if (!amountOf) return quotas;
   const amount = amountOf(input.args);
   // A broken amount function must not count as zero: the evaluation fails (INTERNAL_ERROR), nothing runs.

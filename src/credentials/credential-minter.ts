@@ -189,13 +189,11 @@ async function confirmGrant(input: {
     signed: approval.grant,
     policy: input.policy,
     tool: (name) =>
-      name === contract.name
-        ? { declaresAmount: typeof amountFunctionOf(contract) === 'function' }
-        : undefined,
+      name === contract.name ? { declaresAmount: typeof contract.amount === 'function' } : undefined,
     nowMs: usedAtMs,
   });
   if (!judged.ok) throw new MintRefusal(`grant ${grantId} does not hold (${judged.code}: ${judged.reason})`);
-  const amountOf = amountFunctionOf(contract);
+  const amountOf = contract.amount;
   const amount = amountOf ? amountOf(input.args) : undefined;
   const refusal = grantRefusesCall({
     grant: approval.grant.grant,
@@ -222,12 +220,6 @@ async function confirmGrant(input: {
       `grant ${grantId} counted its use for another call or amount (${use.amount} for ${use.caller}'s ${use.tool}), not this one`,
     );
   }
-}
-
-function amountFunctionOf(
-  contract: AnyToolContract,
-): ((args: Record<string, unknown>) => number) | undefined {
-  return (contract as { amount?: (args: Record<string, unknown>) => number }).amount;
 }
 
 /** Refuses unless the registry holds exactly this key, for this approver and invite, and not revoked. */

@@ -62,7 +62,7 @@ const twoDayPolicy = checkPolicy({
 const tools = (name: string) => {
   const contract = registry.get(name);
   if (!contract) return undefined;
-  return { declaresAmount: typeof (contract as { amount?: unknown }).amount === 'function' };
+  return { declaresAmount: typeof contract.amount === 'function' };
 };
 
 const minuteMs = 60 * 1000;

@@ -1,6 +1,5 @@
 import {
   allHandlersFinished,
-  ApplicationFailure,
   condition,
   continueAsNew,
   proxyActivities,
@@ -11,6 +10,7 @@ import {
 import type { ControlsActivities } from '../activities/controls-activities';
 import type { ControlsView, DisabledSwitch, SignedSwitchChange, SwitchReceipt } from '../shared/controls';
 import { controlsQuery, setSwitchUpdate } from '../shared/controls';
+import { refuse, refuseIf } from './refusal';
 
 /**
  * What the controls carry across continue-as-new: the change ids seen (so a change sent again is still
@@ -71,7 +71,7 @@ export async function toolgateControls(input: ControlsInput = {}): Promise<void>
       inFlight.add(change.changeId);
       try {
         const verdict = await checks.checkSwitchChange(signed);
-        if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        if (!verdict.ok) refuse(verdict.code, verdict.reason);
         remember(change.changeId);
         accepted++;
         const key = switchKey(change);
@@ -154,8 +154,4 @@ export async function toolgateControls(input: ControlsInput = {}): Promise<void>
 
 function switchKey(entry: { tool: string; caller?: string }): string {
   return JSON.stringify([entry.tool, entry.caller ?? null]);
-}
-
-function refuseIf(refused: boolean, code: string, reason: string): void {
-  if (refused) throw ApplicationFailure.create({ type: code, message: reason, nonRetryable: true });
 }

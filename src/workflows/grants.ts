@@ -1,6 +1,5 @@
 import {
   allHandlersFinished,
-  ApplicationFailure,
   condition,
   continueAsNew,
   proxyLocalActivities,
@@ -31,6 +30,7 @@ import {
   revokerName,
   useGrantUpdate,
 } from '../shared/grants';
+import { refuse, refuseIf } from './refusal';
 
 /** Nothing is carried across continue-as-new: every run rebuilds its grants from the audit store. */
 export interface GrantsInput {
@@ -140,9 +140,9 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
         const verdict = await checks.checkGrant(signed);
         // A refused grant may come back with what it lacked (a second approver's signature); an
         // accepted one never counts twice.
-        if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        if (!verdict.ok) refuse(verdict.code, verdict.reason);
         seenGrants.add(grantId);
-        const held = new HeldGrant(signed, verdict.ok ? verdict.approvers : []);
+        const held = new HeldGrant(signed, verdict.approvers);
         grants.set(grantId, held);
         updates++;
         return { accepted: true, grant: held.view(Date.now()) };
@@ -153,7 +153,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
     {
       validator: (signed: SignedGrant) => {
         const problem = grantShapeProblem(signed);
-        if (problem) refuseIf(true, 'GRANT_INVALID', problem);
+        if (problem) refuse('GRANT_INVALID', problem);
         refuseIf(seenGrants.has(signed.grant.grantId), 'GRANT_REPLAYED', 'this grant was sent already');
       },
     },
@@ -181,7 +181,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       inFlight.add(revocation.revocationId);
       try {
         const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
-        if (!verdict.ok) refuseIf(true, verdict.code, verdict.reason);
+        if (!verdict.ok) refuse(verdict.code, verdict.reason);
         seenRevocations.add(revocation.revocationId);
         // Revoked at once: no use is taken after this line, whatever the audit write below meant to keep.
         held!.revoked ??= {
@@ -198,7 +198,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
     {
       validator: (signed: SignedGrantRevocation) => {
         const problem = revocationShapeProblem(signed);
-        if (problem) refuseIf(true, 'GRANT_INVALID', problem);
+        if (problem) refuse('GRANT_INVALID', problem);
         refuseIf(
           seenRevocations.has(signed.revocation.revocationId),
           'GRANT_REPLAYED',
@@ -269,11 +269,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
           typeof request.riskLevel !== 'string' ||
           (request.amount !== undefined && (!Number.isSafeInteger(request.amount) || request.amount < 0))
         ) {
-          refuseIf(
-            true,
-            'GRANT_INVALID',
-            'a use names its reservation, call, caller, tool, risk level and amount',
-          );
+          refuse('GRANT_INVALID', 'a use names its reservation, call, caller, tool, risk level and amount');
         }
       },
     },
@@ -304,7 +300,7 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
           typeof request.reservationId !== 'string' ||
           (request.runId !== undefined && typeof request.runId !== 'string')
         ) {
-          refuseIf(true, 'GRANT_INVALID', 'a release names its grant and reservation');
+          refuse('GRANT_INVALID', 'a release names its grant and reservation');
         }
       },
     },
@@ -359,8 +355,4 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       ...event,
     };
   }
-}
-
-function refuseIf(refused: boolean, code: string, reason: string): void {
-  if (refused) throw ApplicationFailure.create({ type: code, message: reason, nonRetryable: true });
 }

@@ -698,6 +698,15 @@ class CallRun {
   }
 
   /**
+   * What the call's room in a limit, or its use of a grant, is keyed by: a write's by its call id (a
+   * run proposed again after an effect that may have happened reuses what its earlier run kept, never
+   * counting one refund twice); a read's by its run (it runs again when proposed again, so each run counts).
+   */
+  private reservationIdOf(evaluated: EvaluatedCall): string {
+    return evaluated.effect === 'write' ? this.callId : `${this.callId}:${this.runId}`;
+  }
+
+  /**
    * Step 7 by a standing grant: when the evaluation saw one covering the call, takes a use of it (a
    * recorded local activity: the grants workflow counts it atomically and the worker checks the grant
    * against its policy). The grant and its approvers join the call's state and audit record. Undefined
@@ -705,8 +714,7 @@ class CallRun {
    */
   async useStandingGrant(evaluated: EvaluatedCall): Promise<ExecutionApproval | undefined> {
     if (evaluated.standingGrant === undefined) return undefined;
-    // Keyed as the limits are: a write by its call id, so a run proposed again never takes two uses.
-    const reservationId = evaluated.effect === 'write' ? this.callId : `${this.callId}:${this.runId}`;
+    const reservationId = this.reservationIdOf(evaluated);
     let used: Awaited<ReturnType<GrantActivities['useStandingGrant']>>;
     try {
       used = await proxyLocalActivities<GrantActivities>({
@@ -752,10 +760,7 @@ class CallRun {
    */
   async reserveQuotas(evaluated: EvaluatedCall): Promise<ToolResult | undefined> {
     if (!evaluated.quotas?.length) return undefined;
-    // A write's room is keyed by its call id: a run proposed again after an effect that may have
-    // happened reuses the room its earlier run kept, never counting one refund twice. A read runs
-    // again when proposed again, so each run counts.
-    const reservationId = evaluated.effect === 'write' ? this.callId : `${this.callId}:${this.runId}`;
+    const reservationId = this.reservationIdOf(evaluated);
     const { taskQueue } = workflowInfo();
     // Known before the reservation, so every counter is released if the call ends without an effect,
     // whatever the reservation step managed (releasing room not held changes nothing).

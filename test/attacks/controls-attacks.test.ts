@@ -8,12 +8,12 @@ import {
   setToolSwitch,
 } from 'toolgate';
 import type { ApplicableQuota, PolicyFileInput, ToolResult } from 'toolgate';
-import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { testContracts } from '../support/test-tools';
 import { testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { createReadGate } from '../support/read-gate';
 
 // Attacks on the kill switch and on limits across sessions, from a review: each test failed while
 // the defect it names was there, and guards its fix. One finding stays open by design: whoever may
@@ -23,26 +23,7 @@ import { useHarness } from '../support/use-harness';
 const hourMs = 60 * 60 * 1000;
 const dayMs = 24 * hourMs;
 
-/** A gate on the orders client's reads of one order: armed, a read of it waits until released. */
-const gate: { armed: boolean; orderId?: string; held?: () => void; release?: () => void } = { armed: false };
-let gateOpened: Promise<void> | undefined;
-const gatedReads = (api: OrdersApiClient): OrdersApiClient => ({
-  ...api,
-  getOrder: async (request) => {
-    if (gate.armed && request.orderId === gate.orderId) {
-      gateOpened ??= new Promise<void>((release) => {
-        gate.release = () => {
-          gate.armed = false;
-          gateOpened = undefined;
-          release();
-        };
-      });
-      gate.held?.();
-      await gateOpened;
-    }
-    return api.getOrder(request);
-  },
-});
+const { gate, gatedReads } = createReadGate();
 
 describe('kill switch', () => {
   let harness: ToolGateHarness;

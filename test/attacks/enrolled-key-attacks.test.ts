@@ -27,7 +27,6 @@ import {
   signEnrolment,
   signValue,
 } from 'toolgate';
-import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import type { ConsoleProcessPlan } from '../../examples/orders/start';
 import { approvalHelpers } from '../support/approval-helpers';
 import { caught } from '../support/caught';
@@ -35,6 +34,7 @@ import { harnessAuditPath, harnessConsolePlan, harnessPolicy } from '../support/
 import { testApprovers } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
+import { createReadGate } from '../support/read-gate';
 
 // Approvers' enrolled keys: enrolment through operator-signed invites, decisions signed with an
 // enrolled key, revocation, and what a console server holding every file it can read cannot do.
@@ -42,30 +42,7 @@ import { useHarness } from '../support/use-harness';
 
 let harness: ToolGateHarness;
 
-/**
- * A gate on the orders client's reads of one order: armed, every read of `orderId` (a retried attempt
- * too) waits until the test releases it; reads of other orders (a call of an earlier test still
- * verifying) pass. `held` is told when the first read arrives.
- */
-const gate: { armed: boolean; orderId?: string; held?: () => void; release?: () => void } = { armed: false };
-let gateOpened: Promise<void> | undefined;
-const gatedReads = (api: OrdersApiClient): OrdersApiClient => ({
-  ...api,
-  getOrder: async (request) => {
-    if (gate.armed && request.orderId === gate.orderId) {
-      gateOpened ??= new Promise<void>((release) => {
-        gate.release = () => {
-          gate.armed = false;
-          gateOpened = undefined;
-          release();
-        };
-      });
-      gate.held?.();
-      await gateOpened;
-    }
-    return api.getOrder(request);
-  },
-});
+const { gate, gatedReads } = createReadGate();
 
 useHarness((started) => (harness = started), { ordersApi: gatedReads });
 
