@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import { shapedNames } from './shaped-names';
 import { createOrdersApiClient } from '../examples/orders/orders-api-client';
 import type { Order, Refund } from '../examples/orders/orders-api-client';
 import { readPrivateKey } from 'toolgate';
@@ -9,6 +11,10 @@ export interface BareActivities {
   readOrder(input: { orderId: string }): Promise<Order>;
   /** One refund under the given idempotency key, with a credential signed on the spot (the service asks for one). */
   refundOrder(input: { orderId: string; amountCents: number; idempotencyKey: string }): Promise<Refund>;
+  /** A step that does nothing but answer: the shaped baseline's admission and evaluation. */
+  stamp(input: { what: string }): Promise<{ what: string; at: number }>;
+  /** Signals a shaped session the call's outcome, as toolgate's last step reports to its session. */
+  reportOutcome(input: { sessionWorkflowId: string; ok: boolean }): Promise<void>;
 }
 
 /**
@@ -24,6 +30,12 @@ export function createBareActivities(input: {
   const minterKey = input.minterPrivateKeyPath ? readPrivateKey(input.minterPrivateKeyPath) : undefined;
   return {
     readOrder: ({ orderId }) => api.getOrder({ orderId }),
+    stamp: async ({ what }) => ({ what, at: Date.now() }),
+    reportOutcome: async ({ sessionWorkflowId, ok }) => {
+      await Context.current()
+        .client.workflow.getHandle(sessionWorkflowId)
+        .signal(shapedNames.outcome, { ok });
+    },
     refundOrder: async ({ orderId, amountCents, idempotencyKey }) => {
       const args = {
         order_id: orderId,

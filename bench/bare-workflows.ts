@@ -1,7 +1,18 @@
 // The bare baseline: what a call costs in Temporal with nothing of toolgate around it.
-import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  defineSignal,
+  defineUpdate,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Order, Refund } from '../examples/orders/orders-api-client';
 import type { BareActivities } from './bare-activities';
+import { shapedAttributes, shapedNames } from './shaped-names';
 
 const activityOptions = { startToCloseTimeout: '10s', retry: { maximumAttempts: 3 } } as const;
 const activities = proxyActivities<BareActivities>(activityOptions);
@@ -20,4 +31,58 @@ export async function bareLocalRead(input: { orderId: string }): Promise<Order> 
 /** One refund in one normal activity, the workflow id as its idempotency key. */
 export async function bareRefund(input: { orderId: string; amountCents: number }): Promise<Refund> {
   return activities.refundOrder({ ...input, idempotencyKey: workflowInfo().workflowId });
+}
+
+/**
+ * The bare baseline shaped like a governed read: the same Temporal operations per call with none of
+ * toolgate's logic. A long-lived session workflow admits each call in an update that runs one local
+ * activity (toolgate's signature check) and counts outcomes a signal reports; each call is its own
+ * workflow, started by update-with-start with the same start options, that runs three local activities
+ * (evaluation, the read, the audit record and report), upserts one search attribute and answers the
+ * update as it closes. What a governed read costs beyond this is toolgate's own work; what this costs
+ * beyond `bareRead` is the shape its guarantees take.
+ */
+export async function shapedSession(): Promise<number> {
+  let steps = 0;
+  let outcomes = 0;
+  let ended = false;
+  setHandler(
+    defineUpdate<{ admitted: boolean; step: number }, [{ proposalId: string }]>(shapedNames.admit),
+    async () => {
+      await localActivities.stamp({ what: 'admission' });
+      steps++;
+      return { admitted: true, step: steps };
+    },
+  );
+  setHandler(defineSignal<[{ ok: boolean }]>(shapedNames.outcome), () => {
+    outcomes++;
+  });
+  setHandler(defineUpdate<number>(shapedNames.end), () => {
+    ended = true;
+    return steps;
+  });
+  await condition(() => ended);
+  await condition(allHandlersFinished);
+  return outcomes;
+}
+
+/** One call of {@link shapedSession}: evaluation, read, report (local activities), then the answer. */
+export async function shapedCall(input: { orderId: string; sessionWorkflowId?: string }): Promise<Order> {
+  const answered: { order?: Order } = {};
+  setHandler(defineUpdate<Order>(shapedNames.propose), async () => {
+    await condition(() => answered.order !== undefined);
+    return answered.order as Order;
+  });
+  await localActivities.stamp({ what: 'evaluation' });
+  const order = await localActivities.readOrder({ orderId: input.orderId });
+  // Without a session to report to (a what-if of the bench), the last step records and signals nothing.
+  if (input.sessionWorkflowId === undefined) await localActivities.stamp({ what: 'record' });
+  else await localActivities.reportOutcome({ sessionWorkflowId: input.sessionWorkflowId, ok: true });
+  upsertSearchAttributes([
+    { key: shapedAttributes.riskLevel, value: 0 },
+    { key: shapedAttributes.toolCode, value: 'OK' },
+  ]);
+  answered.order = order;
+  await condition(allHandlersFinished);
+  return order;
 }

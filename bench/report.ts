@@ -19,7 +19,14 @@ export interface LatencyResult {
 
 /** Closed-loop throughput of one scenario at one number of concurrent callers. */
 export interface ThroughputResult {
-  scenario: 'governed-read' | 'bare-activity' | 'governed-write' | 'bare-refund';
+  scenario:
+    | 'governed-read'
+    | 'bare-activity'
+    | 'shaped-read'
+    | 'shaped-no-report'
+    | 'shaped-no-session'
+    | 'governed-write'
+    | 'bare-refund';
   label: string;
   callers: number;
   /** Measured window in seconds, summed over rounds. */
@@ -97,6 +104,7 @@ export function latencyRatios(latency: readonly LatencyResult[]): BenchResults['
   const pairs: [string, string, string][] = [
     ['governed read / bare activity', 'governed-read', 'bare-activity'],
     ['governed read / bare local activity', 'governed-read', 'bare-local'],
+    ['governed read / bare shaped like it', 'governed-read', 'shaped-read'],
     ['governed rejection / bare activity', 'governed-reject', 'bare-activity'],
     ['governed write / bare refund activity', 'governed-write', 'bare-refund'],
   ];
@@ -156,6 +164,7 @@ export function formatTable(results: BenchResults): string {
 
   const throughputPairs: [string, ThroughputResult['scenario'], ThroughputResult['scenario']][] = [
     ['', 'governed-read', 'bare-activity'],
+    [': vs shaped', 'governed-read', 'shaped-read'],
     [': writes', 'governed-write', 'bare-refund'],
   ];
   for (const [title, governedId, bareId] of throughputPairs) {
@@ -234,6 +243,7 @@ export function formatTable(results: BenchResults): string {
       );
     });
   }
+  lines.push(...formatShapeWhatIfs(results.throughput));
 
   lines.push('');
   lines.push(
@@ -274,27 +284,69 @@ export function formatTable(results: BenchResults): string {
   return lines.join('\n');
 }
 
+/**
+ * The shape's what-ifs at the highest level: the bare baseline shaped like a governed read, then the
+ * same without the outcome's signal, then without a session, each with its CPU per call (all three).
+ */
+function formatShapeWhatIfs(throughput: readonly ThroughputResult[]): string[] {
+  const top = Math.max(...throughput.map((t) => t.callers));
+  const rows = (['governed-read', 'shaped-read', 'shaped-no-report', 'shaped-no-session'] as const)
+    .map((id) => throughput.find((t) => t.callers === top && t.scenario === id))
+    .filter((t): t is ThroughputResult => t !== undefined);
+  const shaped = rows.find((t) => t.scenario === 'shaped-read');
+  if (rows.length < 3 || !shaped) return [];
+  const all = (t: ThroughputResult) => t.workerCpuMsPerCall + t.serverCpuMsPerCall + t.clientCpuMsPerCall;
+  const cell = 10;
+  const lines = [
+    '',
+    pad(`The shape, ${top} callers`, 44) +
+      ['calls/s', 'vs shaped', 'wrk', 'srv', 'cli', 'all', 'vs shaped'].map((h) => padLeft(h, cell)).join(''),
+  ];
+  for (const t of rows) {
+    lines.push(
+      pad(`  ${t.label}`, 44) +
+        [
+          fixed(t.callsPerSecond),
+          `${fixed(ratio(t.callsPerSecond, shaped.callsPerSecond), 2)}x`,
+          fixed(t.workerCpuMsPerCall),
+          fixed(t.serverCpuMsPerCall),
+          fixed(t.clientCpuMsPerCall),
+          fixed(all(t)),
+          `${fixed(ratio(all(t), all(shaped)), 2)}x`,
+        ]
+          .map((text) => padLeft(text, cell))
+          .join(''),
+    );
+  }
+  return lines;
+}
+
 function formatRoundTrips(histories: readonly HistoryCounts[]): string[] {
   if (histories.length === 0) return ['Round trips per call: not measured'];
   const width = 30;
-  const columnWidth = 13;
+  const columnWidth = 15;
   const lines = [
     pad('Per call, from histories', width) +
       histories.map((h) => padLeft(h.id, columnWidth)).join('') +
-      padLeft('governed sum', columnWidth),
+      padLeft('governed sum', columnWidth) +
+      padLeft('shaped sum', columnWidth),
   ];
   const call = histories.find((h) => h.id === 'gov-call');
   const session = histories.find((h) => h.id === 'gov-session');
+  const shapedCall = histories.find((h) => h.id === 'shaped-call');
+  const shapedSession = histories.find((h) => h.id === 'shaped-session');
   const perCall = (h: HistoryCounts | undefined, name: string): number =>
     h === undefined ? Number.NaN : (h.counts[name] ?? 0) / h.calls;
   const row = (label: string, value: (h: HistoryCounts | undefined) => number): string => {
     const cells = histories.map((h) => value(h));
     const governed = value(call) + value(session);
+    const shaped = value(shapedCall) + value(shapedSession);
     const show = (n: number) => (Number.isInteger(n) ? String(n) : fixed(n, 2));
     return (
       pad(`  ${label}`, width) +
       cells.map((n) => padLeft(show(n), columnWidth)).join('') +
-      padLeft(show(governed), columnWidth)
+      padLeft(show(governed), columnWidth) +
+      padLeft(show(shaped), columnWidth)
     );
   };
   for (const [name, label] of countedEvents) lines.push(row(label, (h) => perCall(h, name)));

@@ -26,6 +26,7 @@ import {
   governedReader,
   governedRejecter,
   governedWriter,
+  shapedCaller,
   invalidRefundArguments,
   readOrderId,
   refundOrderId,
@@ -314,6 +315,11 @@ function notesFor(dirty: boolean, warned: boolean): string[] {
       'the full session is then ended (untimed one call at a time; inside the window under load).',
     'Bare calls: client.workflow.execute (start + result) of a workflow whose one activity (or local activity) reads ' +
       `GET /orders/${readOrderId} through createOrdersApiClient; its worker has its own process and task queue.`,
+    'Bare shaped like a governed read: the same Temporal operations per call without toolgate in them: an admission ' +
+      'update-with-start on a session workflow whose update runs one local activity, the call as its own workflow by ' +
+      'update-with-start with the same start options (summary, memo, 4 search attributes), three local activities ' +
+      '(a no-op for the evaluation, the read, a signal of the outcome to the session) and one search-attribute upsert; ' +
+      'conversations of the same length. It runs on the bare worker.',
     'Approval rows: a refund of 100 cents on ORD-1003 by a caller whose autonomy is below it; "visible" polls the ' +
       'orders service by key every ~1 ms; "committed" compares the refund createdAt (ms) with the bench clock when ' +
       'decide() returned (negative: committed before the approver saw the acceptance).',
@@ -387,6 +393,7 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     bareActivity: new Series('bare-activity', 'bare workflow, 1 activity', 'bare'),
     bareLocal: new Series('bare-local', 'bare workflow, 1 local activity', 'bare'),
     governedRead: new Series('governed-read', 'governed read (get_order)', 'governed'),
+    shapedRead: new Series('shaped-read', 'bare, shaped like a governed read', 'bare'),
     governedReject: new Series('governed-reject', 'governed rejection (INVALID_ARGUMENTS)', 'governed'),
     bareRefund: new Series('bare-refund', 'bare workflow, refund in 1 activity', 'bare'),
     governedWrite: new Series('governed-write', 'governed write, no approval (refund_order)', 'governed'),
@@ -400,6 +407,7 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     bareActivity: bareCaller({ harness, workflow: 'bareRead' }),
     bareLocal: bareCaller({ harness, workflow: 'bareLocalRead' }),
     governedRead: governedReader(harness),
+    shapedRead: shapedCaller(harness),
     governedReject: governedRejecter(harness),
     bareRefund: bareCaller({ harness, workflow: 'bareRefund' }),
     governedWrite: governedWriter(harness),
@@ -432,7 +440,15 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   };
   const sequential: { name: string; run: (record: boolean, count: number) => Promise<void> }[] = [
     ...(
-      ['bareActivity', 'bareLocal', 'governedRead', 'governedReject', 'bareRefund', 'governedWrite'] as const
+      [
+        'bareActivity',
+        'bareLocal',
+        'governedRead',
+        'shapedRead',
+        'governedReject',
+        'bareRefund',
+        'governedWrite',
+      ] as const
     ).map((key) => ({
       name: series[key].label,
       run: async (record: boolean, count: number) => {
@@ -490,6 +506,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     label: string;
     governed: boolean;
     writes: boolean;
+    /** Only at the highest level (the shape's what-ifs). */
+    topOnly?: boolean;
     make: () => SimulatedCaller;
   }[] = [
     {
@@ -505,6 +523,29 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
       governed: false,
       writes: false,
       make: () => bareCaller({ harness, workflow: 'bareRead' }),
+    },
+    {
+      scenario: 'shaped-read',
+      label: 'bare, shaped like a governed read',
+      governed: false,
+      writes: false,
+      make: () => shapedCaller(harness),
+    },
+    {
+      scenario: 'shaped-no-report',
+      label: 'bare shaped, outcome not signalled',
+      governed: false,
+      writes: false,
+      topOnly: true,
+      make: () => shapedCaller(harness, 'no-report'),
+    },
+    {
+      scenario: 'shaped-no-session',
+      label: 'bare shaped, no session',
+      governed: false,
+      writes: false,
+      topOnly: true,
+      make: () => shapedCaller(harness, 'no-session'),
     },
     {
       scenario: 'governed-write',
@@ -535,12 +576,15 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     bare: 0,
     toolgateSamples: 0,
     bareSamples: 0,
+    shaped: 0,
+    shapedSamples: 0,
   };
   const load = new Map<string, LoadTotal>();
   for (let round = 0; round < plan.throughputRounds; round++) {
     for (const callers of plan.levels) {
       const ordered = round % 2 === 0 ? throughputScenarios : [...throughputScenarios].reverse();
       for (const entry of ordered) {
+        if (entry.topOnly && callers !== maxLevel) continue;
         const { governed } = entry;
         if (entry.writes) await ensureRefundable(writePhaseCents);
         const worker = governed ? harness.toolgateWorker : harness.bareWorker;
@@ -555,6 +599,10 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
           if (governed) {
             peaks.toolgate = Math.max(peaks.toolgate, usage.peakBytes);
             peaks.toolgateSamples += usage.samples;
+          } else if (entry.scenario === 'shaped-read') {
+            // The shaped baseline keeps sessions open like toolgate: its own figure, not the bare worker's.
+            peaks.shaped = Math.max(peaks.shaped, usage.peakBytes);
+            peaks.shapedSamples += usage.samples;
           } else {
             peaks.bare = Math.max(peaks.bare, usage.peakBytes);
             peaks.bareSamples += usage.samples;
@@ -628,8 +676,18 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   // calls are in flight, governed reads against bare reads, one phase each.
   const crowd = plan.memorySessions;
   log(`memory: ${crowd} concurrent sessions (governed), then ${crowd} concurrent bare callers`);
-  const crowdPeaks = { toolgate: 0, bare: 0, toolgateSamples: 0, bareSamples: 0, errors: [0, 0] };
-  for (const [index, entry] of throughputScenarios.filter((scenario) => !scenario.writes).entries()) {
+  const crowdPeaks = {
+    toolgate: 0,
+    bare: 0,
+    shaped: 0,
+    toolgateSamples: 0,
+    bareSamples: 0,
+    shapedSamples: 0,
+    errors: [0, 0, 0],
+  };
+  for (const [index, entry] of throughputScenarios
+    .filter((scenario) => !scenario.writes && !scenario.topOnly)
+    .entries()) {
     const worker = entry.governed ? harness.toolgateWorker : harness.bareWorker;
     await worker.mark();
     const outcome = await closedLoop({ callers: crowd, seconds: plan.phaseSeconds, make: entry.make });
@@ -638,6 +696,9 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     if (entry.governed) {
       crowdPeaks.toolgate = usage.peakBytes;
       crowdPeaks.toolgateSamples = usage.samples;
+    } else if (entry.scenario === 'shaped-read') {
+      crowdPeaks.shaped = usage.peakBytes;
+      crowdPeaks.shapedSamples = usage.samples;
     } else {
       crowdPeaks.bare = usage.peakBytes;
       crowdPeaks.bareSamples = usage.samples;
@@ -678,6 +739,13 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         warnings: Object.fromEntries(harness.bareWorker.warnings),
       },
       {
+        label: `bare worker, ${maxLevel} concurrent shaped sessions`,
+        idleMb: megabytes(idle.bare.currentBytes),
+        peakMb: megabytes(peaks.shaped),
+        samples: peaks.shapedSamples,
+        warnings: {},
+      },
+      {
         label: `toolgate worker, ${crowd} concurrent sessions`,
         idleMb: megabytes(idle.toolgate.currentBytes),
         peakMb: megabytes(crowdPeaks.toolgate),
@@ -689,6 +757,13 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         idleMb: megabytes(idle.bare.currentBytes),
         peakMb: megabytes(crowdPeaks.bare),
         samples: crowdPeaks.bareSamples,
+        warnings: {},
+      },
+      {
+        label: `bare worker, ${crowd} concurrent shaped sessions`,
+        idleMb: megabytes(idle.bare.currentBytes),
+        peakMb: megabytes(crowdPeaks.shaped),
+        samples: crowdPeaks.shapedSamples,
         warnings: {},
       },
     ],
@@ -728,6 +803,14 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
       args: [{ orderId: readOrderId }],
     });
   }
+  // One conversation of the bare baseline shaped like governed reads.
+  const shaped = shapedCaller(harness);
+  for (let index = 0; index < callsPerSession; index++) {
+    await shaped.prepare();
+    const outcome = await shaped.call();
+    if (!outcome.ok) throw new Error(`the shaped conversation's read answered ${outcome.code}`);
+  }
+  const shapedIds = shaped.lastIds();
   const histories = [
     await countHistory({
       temporal,
@@ -755,7 +838,21 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
       label: 'bare, 1 local activity',
       workflowId: bareIds.bareLocalRead,
     }),
+    await countHistory({
+      temporal,
+      id: 'shaped-call',
+      label: 'bare shaped like a read: its call',
+      workflowId: shapedIds.call,
+    }),
+    await countHistory({
+      temporal,
+      id: 'shaped-session',
+      label: `its session, per call (${callsPerSession} calls)`,
+      workflowId: shapedIds.session,
+      calls: callsPerSession,
+    }),
   ];
+  await shaped.close();
   await Promise.all([session, rejectSession].map((id) => client.endSession(id).catch(() => undefined)));
   return histories;
 }

@@ -3,7 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { BenchHarness } from './bench-harness';
 import { benchApprover, benchCallers } from './bench-policy';
-import type { bareLocalRead, bareRead, bareRefund } from './bare-workflows';
+import type { bareLocalRead, bareRead, bareRefund, shapedCall as shapedCallWorkflow } from './bare-workflows';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { Order } from '../examples/orders/orders-api-client';
+import { shapedAttributes, shapedNames } from './shaped-names';
 
 /** What one call answered: whether it is the answer the scenario expects, and its code. */
 export interface Outcome {
@@ -157,6 +160,95 @@ export function bareCaller(input: {
       return { ok: order.orderId === readOrderId, code: 'OK' };
     },
     close: async () => {},
+  };
+}
+
+/**
+ * The bare baseline shaped like a governed read (`shapedSession`, `shapedCall`): per call, an admission
+ * update-with-start on the conversation's session, then the call's own update-with-start with the
+ * governed call's start options, in conversations of {@link callsPerSession} calls ended like toolgate's.
+ */
+export function shapedCaller(
+  harness: BenchHarness,
+  /**
+   * What-ifs of the shape: `no-report` admits each call but its last step signals nothing (the outcome
+   * would travel with the next admission); `no-session` runs the call alone, with no admission at all.
+   */
+  variant: 'full' | 'no-report' | 'no-session' = 'full',
+): SimulatedCaller & { lastIds(): { session: string; call: string } } {
+  let session: string | undefined;
+  let used = 0;
+  const last = { session: '', call: '' };
+  const caller = 'bench-shaped';
+  const end = async (): Promise<void> => {
+    if (session === undefined) return;
+    const ended = session;
+    session = undefined;
+    if (variant !== 'no-session')
+      await harness.temporal.workflow.getHandle(ended).executeUpdate(shapedNames.end);
+  };
+  const admit = async (input: { session: string; proposalId: string }): Promise<boolean> => {
+    if (variant === 'no-session') return true;
+    const admission = await harness.temporal.workflow.executeUpdateWithStart(shapedNames.admit, {
+      args: [{ proposalId: input.proposalId }],
+      updateId: `admit-${input.proposalId}`,
+      startWorkflowOperation: new WithStartWorkflowOperation('shapedSession', {
+        workflowId: input.session,
+        taskQueue: harness.bareTaskQueue,
+        args: [],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        staticSummary: `session of ${caller}`,
+        typedSearchAttributes: [
+          { key: shapedAttributes.sessionId, value: input.session },
+          { key: shapedAttributes.caller, value: caller },
+        ],
+      }),
+    });
+    return (admission as { admitted?: boolean }).admitted === true;
+  };
+  return {
+    prepare: async () => {
+      if (used >= callsPerSession) await end();
+      if (session === undefined) {
+        session = `bench-shaped-session-${randomUUID()}`;
+        used = 0;
+      }
+    },
+    call: async () => {
+      if (session === undefined) throw new Error('prepare() opens the session before call()');
+      used++;
+      const proposalId = randomUUID();
+      last.session = session;
+      last.call = `bench-shaped-call-${randomUUID()}`;
+      if (!(await admit({ session, proposalId }))) return { ok: false, code: 'NOT_ADMITTED' };
+      const order = await harness.temporal.workflow.executeUpdateWithStart<
+        typeof shapedCallWorkflow,
+        Order,
+        []
+      >(shapedNames.propose, {
+        args: [],
+        updateId: proposalId,
+        startWorkflowOperation: new WithStartWorkflowOperation('shapedCall', {
+          workflowId: last.call,
+          taskQueue: harness.bareTaskQueue,
+          args: [{ orderId: readOrderId, ...(variant === 'full' ? { sessionWorkflowId: session } : {}) }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          staticSummary: `get_order for ${caller}`,
+          memo: { argumentsDigest: randomUUID() },
+          typedSearchAttributes: [
+            { key: shapedAttributes.toolName, value: 'get_order' },
+            { key: shapedAttributes.caller, value: caller },
+            { key: shapedAttributes.sessionId, value: session },
+            { key: shapedAttributes.approvalState, value: 'none' },
+          ],
+        }),
+      });
+      return { ok: order.orderId === readOrderId, code: 'OK' };
+    },
+    close: end,
+    lastIds: () => ({ ...last }),
   };
 }
 
