@@ -46,14 +46,17 @@ export async function shapedSession(): Promise<number> {
   let steps = 0;
   let outcomes = 0;
   let ended = false;
-  setHandler(
-    defineUpdate<{ admitted: boolean; step: number }, [{ proposalId: string }]>(shapedNames.admit),
-    async () => {
-      await localActivities.stamp({ what: 'admission' });
-      steps++;
-      return { admitted: true, step: steps };
-    },
-  );
+  let policyLoaded = false;
+  setHandler(defineUpdate<{ admitted: boolean; step: number }, [unknown]>(shapedNames.admit), async () => {
+    // Like toolgate's session: the caller's policy once per run, then the admission's own step.
+    if (!policyLoaded) {
+      await localActivities.stamp({ what: 'policy' });
+      policyLoaded = true;
+    }
+    await localActivities.stamp({ what: 'admission' });
+    steps++;
+    return { admitted: true, step: steps };
+  });
   setHandler(defineSignal<[{ ok: boolean }]>(shapedNames.outcome), () => {
     outcomes++;
   });
@@ -61,15 +64,20 @@ export async function shapedSession(): Promise<number> {
     ended = true;
     return steps;
   });
-  await condition(() => ended);
+  // Ended by its caller, or idle for 30 minutes: one timer for the window, as toolgate's session arms.
+  await condition(() => ended, '30 minutes');
   await condition(allHandlersFinished);
   return outcomes;
 }
 
 /** One call of {@link shapedSession}: evaluation, read, report (local activities), then the answer. */
-export async function shapedCall(input: { orderId: string; sessionWorkflowId?: string }): Promise<Order> {
+export async function shapedCall(input: {
+  orderId: string;
+  sessionWorkflowId?: string;
+  [carried: string]: unknown;
+}): Promise<Order> {
   const answered: { order?: Order } = {};
-  setHandler(defineUpdate<Order>(shapedNames.propose), async () => {
+  setHandler(defineUpdate<Order, [unknown]>(shapedNames.propose), async () => {
     await condition(() => answered.order !== undefined);
     return answered.order as Order;
   });

@@ -300,7 +300,9 @@ function formatShapeWhatIfs(throughput: readonly ThroughputResult[]): string[] {
   const lines = [
     '',
     pad(`The shape, ${top} callers`, 44) +
-      ['calls/s', 'vs shaped', 'wrk', 'srv', 'cli', 'all', 'vs shaped'].map((h) => padLeft(h, cell)).join(''),
+      ['calls/s', 'vs shaped', 'cpu wrk', 'cpu srv', 'cpu cli', 'cpu all', 'vs shaped', 'errors']
+        .map((h) => padLeft(h, cell))
+        .join(''),
   ];
   for (const t of rows) {
     lines.push(
@@ -313,6 +315,7 @@ function formatShapeWhatIfs(throughput: readonly ThroughputResult[]): string[] {
           fixed(t.clientCpuMsPerCall),
           fixed(all(t)),
           `${fixed(ratio(all(t), all(shaped)), 2)}x`,
+          String(t.errors),
         ]
           .map((text) => padLeft(text, cell))
           .join(''),

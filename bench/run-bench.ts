@@ -315,25 +315,33 @@ function notesFor(dirty: boolean, warned: boolean): string[] {
       'the full session is then ended (untimed one call at a time; inside the window under load).',
     'Bare calls: client.workflow.execute (start + result) of a workflow whose one activity (or local activity) reads ' +
       `GET /orders/${readOrderId} through createOrdersApiClient; its worker has its own process and task queue.`,
-    'Bare shaped like a governed read: the same Temporal operations per call without toolgate in them: an admission ' +
-      'update-with-start on a session workflow whose update runs one local activity, the call as its own workflow by ' +
-      'update-with-start with the same start options (summary, memo, 4 search attributes), three local activities ' +
-      '(a no-op for the evaluation, the read, a signal of the outcome to the session) and one search-attribute upsert; ' +
-      'conversations of the same length. It runs on the bare worker.',
+    "Bare shaped like a governed read: a governed read's Temporal operations without toolgate in them: an admission " +
+      'update-with-start on a session workflow whose update runs one local activity (and one more on its first, as ' +
+      "toolgate's loads the caller's policy), an idle timer per session, the call as its own workflow by update-with-start " +
+      "with the same start options (summary, memo, 4 search attributes; a conversation's reads share a call id, each a " +
+      'new run), messages of about the same size, three local activities (a no-op for the evaluation, the read, a ' +
+      'signal of the outcome to the session), one search-attribute upsert; sessions ended by update-with-start. The ' +
+      "histories' counts may still differ by whether an outcome's signal and the next admission share a workflow task. " +
+      'It runs on the bare worker.',
+    'The shape, 50 callers: two what-ifs of the shaped baseline: the outcome not signalled (the session then runs ' +
+      "one task per call; carrying the outcome with the next admission would add to that admission's own step, not " +
+      'measured), and no session at all (the call alone). They count toward no memory figure.',
     'Approval rows: a refund of 100 cents on ORD-1003 by a caller whose autonomy is below it; "visible" polls the ' +
       'orders service by key every ~1 ms; "committed" compares the refund createdAt (ms) with the bench clock when ' +
       'decide() returned (negative: committed before the approver saw the acceptance).',
     'Pure pipeline: capProposal + parseArguments + validateArguments + deriveCallId + evaluatePolicy in this process ' +
       '(plain Node, not the workflow sandbox).',
     'Workers use default worker options; resident memory is each worker process alone, sampled every ' +
-      `${rssSampleIntervalMs} ms; peak during the 50-caller phases.`,
+      `${rssSampleIntervalMs} ms; peak during the 50-caller phases (the bare worker's during its 1-activity reads, ` +
+      "the shaped row's during the shaped reads), then during the phases of the crowd.",
   ];
   notes.push(
     'Throughput: every caller calls back to back for the phase; the calls in flight at its end finish and count, ' +
       'so calls/s is all calls over the whole time. Worker CPU is the worker process (all threads) per call; ' +
       'server CPU is the Temporal server process (from /proc) and client CPU this bench process, over the same phase.',
-    'Round trips: counted in the histories of one conversation of reads (the session run divided by its calls), ' +
-      'one rejection and one bare run of each kind, taken after the load phases; the timings are those runs only.',
+    'Round trips: counted in the histories of one conversation of governed reads and one of shaped reads (each ' +
+      'session run divided by its calls, read before the session ends, so its end is not counted), one rejection and ' +
+      'one bare run of each kind, taken after the load phases; the timings are those runs only.',
   );
   if (warned) {
     notes.push(
@@ -603,7 +611,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
             // The shaped baseline keeps sessions open like toolgate: its own figure, not the bare worker's.
             peaks.shaped = Math.max(peaks.shaped, usage.peakBytes);
             peaks.shapedSamples += usage.samples;
-          } else {
+          } else if (entry.scenario === 'bare-activity') {
+            // The what-ifs of the shape count toward no figure of memory.
             peaks.bare = Math.max(peaks.bare, usage.peakBytes);
             peaks.bareSamples += usage.samples;
           }
@@ -683,16 +692,12 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     toolgateSamples: 0,
     bareSamples: 0,
     shapedSamples: 0,
-    errors: [0, 0, 0],
   };
-  for (const [index, entry] of throughputScenarios
-    .filter((scenario) => !scenario.writes && !scenario.topOnly)
-    .entries()) {
+  for (const entry of throughputScenarios.filter((scenario) => !scenario.writes && !scenario.topOnly)) {
     const worker = entry.governed ? harness.toolgateWorker : harness.bareWorker;
     await worker.mark();
     const outcome = await closedLoop({ callers: crowd, seconds: plan.phaseSeconds, make: entry.make });
     const usage = await worker.read();
-    crowdPeaks.errors[index] = outcome.errors;
     if (entry.governed) {
       crowdPeaks.toolgate = usage.peakBytes;
       crowdPeaks.toolgateSamples = usage.samples;
@@ -772,8 +777,27 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
 
 /** One conversation of governed reads, one rejection and one bare run of each kind, on a quiet system. */
 async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> {
-  const { client, temporal } = harness;
+  const { client } = harness;
   const session = `bench-history-${randomUUID()}`;
+  const rejectSession = `bench-history-${randomUUID()}`;
+  const shaped = shapedCaller(harness);
+  try {
+    return await recordedHistories({ harness, session, rejectSession, shaped });
+  } finally {
+    // Every session the recording opened is ended, whatever failed.
+    await Promise.all([session, rejectSession].map((id) => client.endSession(id).catch(() => undefined)));
+    await shaped.close().catch(() => undefined);
+  }
+}
+
+async function recordedHistories(input: {
+  harness: BenchHarness;
+  session: string;
+  rejectSession: string;
+  shaped: ReturnType<typeof shapedCaller>;
+}): Promise<HistoryCounts[]> {
+  const { harness, session, rejectSession, shaped } = input;
+  const { client, temporal } = harness;
   let callId = '';
   for (let index = 0; index < callsPerSession; index++) {
     const result = await client.call({
@@ -785,7 +809,6 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
     if (result.code !== 'OK') throw new Error(`the history conversation's read answered ${result.code}`);
     callId = result.callId;
   }
-  const rejectSession = `bench-history-${randomUUID()}`;
   const rejected = await client.call({
     session: rejectSession,
     caller: benchCallers.refunder,
@@ -804,7 +827,6 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
     });
   }
   // One conversation of the bare baseline shaped like governed reads.
-  const shaped = shapedCaller(harness);
   for (let index = 0; index < callsPerSession; index++) {
     await shaped.prepare();
     const outcome = await shaped.call();
@@ -852,8 +874,7 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
       calls: callsPerSession,
     }),
   ];
-  await shaped.close();
-  await Promise.all([session, rejectSession].map((id) => client.endSession(id).catch(() => undefined)));
+
   return histories;
 }
 

@@ -171,8 +171,9 @@ export function bareCaller(input: {
 export function shapedCaller(
   harness: BenchHarness,
   /**
-   * What-ifs of the shape: `no-report` admits each call but its last step signals nothing (the outcome
-   * would travel with the next admission); `no-session` runs the call alone, with no admission at all.
+   * What-ifs of the shape: `no-report` admits each call but its last step signals nothing (what the
+   * session's second task costs; carrying the outcome with the next admission instead would add to the
+   * admission's own step, not measured here); `no-session` runs the call alone, with no admission at all.
    */
   variant: 'full' | 'no-report' | 'no-session' = 'full',
 ): SimulatedCaller & { lastIds(): { session: string; call: string } } {
@@ -180,30 +181,47 @@ export function shapedCaller(
   let used = 0;
   const last = { session: '', call: '' };
   const caller = 'bench-shaped';
+  // As toolgate's client starts a session on its first use (and ends one that never started alike).
+  const sessionStart = (id: string) =>
+    new WithStartWorkflowOperation('shapedSession', {
+      workflowId: id,
+      taskQueue: harness.bareTaskQueue,
+      args: [],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `session of ${caller}`,
+      typedSearchAttributes: [
+        { key: shapedAttributes.sessionId, value: id },
+        { key: shapedAttributes.caller, value: caller },
+      ],
+    });
   const end = async (): Promise<void> => {
     if (session === undefined) return;
     const ended = session;
     session = undefined;
-    if (variant !== 'no-session')
-      await harness.temporal.workflow.getHandle(ended).executeUpdate(shapedNames.end);
+    if (variant === 'no-session') return;
+    await harness.temporal.workflow.executeUpdateWithStart(shapedNames.end, {
+      updateId: `end-${ended}`,
+      startWorkflowOperation: sessionStart(ended),
+    });
   };
+  /** What toolgate's messages carry besides their ids: the proposal, the caller's signature, the ticket. */
+  const request = (proposalId: string, session: string) => ({
+    proposalId,
+    proposal: {
+      session,
+      caller,
+      tool: 'get_order',
+      arguments: JSON.stringify({ order_id: readOrderId }),
+    },
+    signature: 'f'.repeat(128),
+  });
   const admit = async (input: { session: string; proposalId: string }): Promise<boolean> => {
     if (variant === 'no-session') return true;
     const admission = await harness.temporal.workflow.executeUpdateWithStart(shapedNames.admit, {
-      args: [{ proposalId: input.proposalId }],
+      args: [{ ...request(input.proposalId, input.session), callId: `bench-shaped-call-${input.session}` }],
       updateId: `admit-${input.proposalId}`,
-      startWorkflowOperation: new WithStartWorkflowOperation('shapedSession', {
-        workflowId: input.session,
-        taskQueue: harness.bareTaskQueue,
-        args: [],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        staticSummary: `session of ${caller}`,
-        typedSearchAttributes: [
-          { key: shapedAttributes.sessionId, value: input.session },
-          { key: shapedAttributes.caller, value: caller },
-        ],
-      }),
+      startWorkflowOperation: sessionStart(input.session),
     });
     return (admission as { admitted?: boolean }).admitted === true;
   };
@@ -220,19 +238,27 @@ export function shapedCaller(
       used++;
       const proposalId = randomUUID();
       last.session = session;
-      last.call = `bench-shaped-call-${randomUUID()}`;
+      // Reads of the same order in one conversation share a call id, as toolgate's do: each is a new run.
+      last.call = `bench-shaped-call-${session}`;
       if (!(await admit({ session, proposalId }))) return { ok: false, code: 'NOT_ADMITTED' };
       const order = await harness.temporal.workflow.executeUpdateWithStart<
         typeof shapedCallWorkflow,
         Order,
-        []
+        [unknown]
       >(shapedNames.propose, {
-        args: [],
+        args: [request(proposalId, session)],
         updateId: proposalId,
         startWorkflowOperation: new WithStartWorkflowOperation('shapedCall', {
           workflowId: last.call,
           taskQueue: harness.bareTaskQueue,
-          args: [{ orderId: readOrderId, ...(variant === 'full' ? { sessionWorkflowId: session } : {}) }],
+          args: [
+            {
+              ...request(proposalId, session),
+              admission: 'f'.repeat(220),
+              orderId: readOrderId,
+              ...(variant === 'full' ? { sessionWorkflowId: session } : {}),
+            },
+          ],
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'ALLOW_DUPLICATE',
           staticSummary: `get_order for ${caller}`,
