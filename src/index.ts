@@ -273,7 +273,7 @@ export type {
 export { openSqliteAuditStore } from './audit/audit-store';
 export type { AuditRecord, AuditStore, NotificationDelivery } from './audit/audit-store';
 // PostgreSQL: what several workers on several machines share; `openAuditStore` picks from the config.
-export { openPostgresAuditStore } from './audit/postgres-audit-store';
+export { openPostgresAuditStore } from './audit/open-audit-store';
 export { openAuditStore } from './audit/open-audit-store';
 export type { AuditStoreConfig } from './audit/open-audit-store';
 // What an audit store of your own receives for each decision attempt (`AuditStore.appendDecisionAttempt`).
@@ -294,7 +294,7 @@ export type { CredentialMinter, ExecutionApproval } from './credentials/credenti
 
 // The CLI, embedded: `toolgate <command>` with the arguments and the output you give it; it returns the
 // exit code and never exits the process (the installed `toolgate` command runs the same function).
-export { main as runCli } from './cli/main';
+export { runCli } from './cli/run-cli';
 export type { CliOutput, MainOptions as CliOptions } from './cli/main';
 
 // The wire protocol: what a client in another language, or your own workflow or worker code, uses to

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { ConfigurationError } from '../policy/load-policy';
 import { openSqliteAuditStore } from './audit-store';
 import type { AuditStore } from './audit-store';
-import { openPostgresAuditStore } from './postgres-audit-store';
+import type { PoolConfig } from 'pg';
 
 /** The config's fields that say where the audit store is (a loaded config has them). */
 export interface AuditStoreConfig {
@@ -64,4 +64,18 @@ export function missingAuditStore(config: AuditStoreConfig): string | undefined 
   return existsSync(config.auditPath)
     ? undefined
     : `no audit store at ${config.auditPath}; check auditPath in your config (a worker writes it)`;
+}
+
+/**
+ * An audit store in PostgreSQL (see `postgres-audit-store.ts`). Its driver loads on the first call, so a
+ * worker on SQLite never holds it.
+ */
+export async function openPostgresAuditStore(input: {
+  /** `postgres://user:password@host:port/database` (a `?sslmode=...` is honoured). */
+  url: string;
+  /** Pool options other than the URL (size, timeouts, TLS). */
+  pool?: Omit<PoolConfig, 'connectionString'>;
+}): Promise<AuditStore> {
+  const postgres = await import('./postgres-audit-store.js');
+  return postgres.openPostgresAuditStore(input);
 }
