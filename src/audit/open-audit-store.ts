@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { ConfigurationError } from '../policy/load-policy';
 import { openSqliteAuditStore } from './audit-store';
 import type { AuditStore } from './audit-store';
-import type { PoolConfig } from 'pg';
+import type * as PostgresModule from './postgres-audit-store';
 
 /** The config's fields that say where the audit store is (a loaded config has them). */
 export interface AuditStoreConfig {
@@ -67,15 +67,22 @@ export function missingAuditStore(config: AuditStoreConfig): string | undefined 
 }
 
 /**
- * An audit store in PostgreSQL (see `postgres-audit-store.ts`). Its driver loads on the first call, so a
- * worker on SQLite never holds it.
+ * Opens a PostgreSQL audit store: what several workers on several machines share. Creates its tables
+ * when missing (idempotent, serialised by an advisory lock, so workers may start together; needs
+ * PostgreSQL 14 or later). Rows can be inserted only: triggers refuse updates, deletes and truncation.
+ * An append retried with the same key, from any worker, writes once. Timestamps are the database's
+ * clock. Rejects when the database cannot be reached or the tables cannot be created. Its driver loads
+ * on the first call, so a worker on SQLite never holds it.
  */
-export async function openPostgresAuditStore(input: {
-  /** `postgres://user:password@host:port/database` (a `?sslmode=...` is honoured). */
-  url: string;
-  /** Pool options other than the URL (size, timeouts, TLS). */
-  pool?: Omit<PoolConfig, 'connectionString'>;
-}): Promise<AuditStore> {
-  const postgres = await import('./postgres-audit-store.js');
-  return postgres.openPostgresAuditStore(input);
+export async function openPostgresAuditStore(
+  input: Parameters<typeof PostgresModule.openPostgresAuditStore>[0],
+): Promise<AuditStore> {
+  return (await loadPostgres()).openPostgresAuditStore(input);
+}
+
+/** Built, by `require` (every CommonJS host runs it); from the sources, by `import()` (TypeScript loaders). */
+async function loadPostgres(): Promise<typeof PostgresModule> {
+  if (!__filename.endsWith('.js')) return import('./postgres-audit-store.js');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the built module is CommonJS
+  return require('./postgres-audit-store.js') as typeof PostgresModule;
 }
