@@ -6,7 +6,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CancelOutcome } from './admin/cancel-call';
 import { cancelCall } from './admin/cancel-call';
-import { retryingTransient } from './connection/transient-retry';
+import { retryingTransient, transientQueryFailure } from './connection/transient-retry';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
 import {
@@ -280,7 +280,11 @@ export class ToolGateClient {
 
   /** A session's counters: steps used, per-code counts, open circuits. */
   async sessionStats(id: string): Promise<SessionStats> {
-    return this.client.workflow.getHandle(sessionWorkflowId(id)).query(sessionStatsQuery);
+    // Asked again while a session that just continued as new has not run its first task.
+    return retryingTransient(
+      () => this.client.workflow.getHandle(sessionWorkflowId(id)).query(sessionStatsQuery),
+      { failures: transientQueryFailure, forMs: 10_000 },
+    );
   }
 
   /** Closes a session's open circuits (all, or one tool's). */

@@ -6,6 +6,7 @@ import type { LoadedPolicy } from '../policy/load-policy';
 import type { ControlsView, DisabledSwitch, SignedSwitchChange } from '../shared/controls';
 import { controlsQuery, controlsWorkflowId, disabledSwitchFor, toolSwitchSignal } from '../shared/controls';
 import { ownValue } from '../shared/own-records';
+import { retryingTransient, transientQueryFailure } from '../connection/transient-retry';
 import { searchAttributes, toolCallWorkflowType } from '../shared/temporal';
 
 /** The worker's verdict on a switch change, recorded in the controls workflow's history. */
@@ -144,7 +145,11 @@ export function createControlsActivities(dependencies: {
 /** The switches that are off on a task queue; none when its controls workflow was never started. */
 export async function readControls(input: { client: Client; taskQueue: string }): Promise<ControlsView> {
   try {
-    return await input.client.workflow.getHandle(controlsWorkflowId(input.taskQueue)).query(controlsQuery);
+    // Asked again, briefly, while the controls that just continued as new have not run their first task.
+    return await retryingTransient(
+      () => input.client.workflow.getHandle(controlsWorkflowId(input.taskQueue)).query(controlsQuery),
+      { failures: transientQueryFailure, forMs: 3_000 },
+    );
   } catch (error) {
     if (error instanceof Error && error.name === 'WorkflowNotFoundError') return { disabled: [] };
     throw error;

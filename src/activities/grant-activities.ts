@@ -4,7 +4,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { readApproverKeyStatus } from '../admin/approver-keys';
 import type { RegistryAudit } from '../admin/approver-keys';
 import type { AuditStore } from '../audit/audit-store';
-import { retryingTransient } from '../connection/transient-retry';
+import { retryingTransient, transientQueryFailure } from '../connection/transient-retry';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { judgeGrant, judgeRevocation } from '../policy/grant-rules';
 import { digestOf } from '../shared/canonical-json';
@@ -277,7 +277,11 @@ export function createGrantActivities(dependencies: {
  */
 export async function readGrants(input: { client: Client; taskQueue: string }): Promise<GrantsView> {
   try {
-    const view = await input.client.workflow.getHandle(grantsWorkflowId(input.taskQueue)).query(grantsQuery);
+    // Asked again, briefly, while the grants that just continued as new have not run their first task.
+    const view = await retryingTransient(
+      () => input.client.workflow.getHandle(grantsWorkflowId(input.taskQueue)).query(grantsQuery),
+      { failures: transientQueryFailure, forMs: 3_000 },
+    );
     const nowMs = Date.now();
     return {
       grants: view.grants.map((entry) =>
