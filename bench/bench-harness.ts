@@ -66,8 +66,11 @@ export interface BenchHarness {
   approverKey: KeyObject;
   toolgateTaskQueue: string;
   bareTaskQueue: string;
+  /** The bare baseline shaped like a governed read has a worker process of its own (same code as the bare one). */
+  shapedTaskQueue: string;
   toolgateWorker: WorkerChild;
   bareWorker: WorkerChild;
+  shapedWorker: WorkerChild;
   /** The Temporal server's process id, when this harness started it (its CPU is read from /proc). */
   serverPid?: number;
   /** Stops everything that was started; safe to call more than once and concurrently. */
@@ -118,7 +121,21 @@ export async function startBenchHarness(input: {
     const auditPath = join(directory, 'audit.sqlite');
     const toolgateTaskQueue = `bench-toolgate-${randomUUID()}`;
     const bareTaskQueue = `bench-bare-${randomUUID()}`;
-    log('starting the toolgate worker and the bare worker (each bundles its workflows)');
+    const shapedTaskQueue = `bench-shaped-${randomUUID()}`;
+    log('starting the toolgate worker and two bare workers (each bundles its workflows)');
+    const bareWorkerOn = (taskQueue: string) =>
+      startWorkerChild({
+        config: {
+          kind: 'bare',
+          address: server.address,
+          taskQueue,
+          ordersUrl: orders.url,
+          minterPrivateKeyPath: minterKeys.privateKey,
+        },
+        log,
+        profileDirectory: input.profileDirectory,
+        onUnexpectedExit: input.onWorkerExit,
+      });
     const workers = await Promise.allSettled([
       startWorkerChild({
         config: {
@@ -135,26 +152,16 @@ export async function startBenchHarness(input: {
         profileDirectory: input.profileDirectory,
         onUnexpectedExit: input.onWorkerExit,
       }),
-      startWorkerChild({
-        config: {
-          kind: 'bare',
-          address: server.address,
-          taskQueue: bareTaskQueue,
-          ordersUrl: orders.url,
-          minterPrivateKeyPath: minterKeys.privateKey,
-        },
-        log,
-        profileDirectory: input.profileDirectory,
-        onUnexpectedExit: input.onWorkerExit,
-      }),
+      bareWorkerOn(bareTaskQueue),
+      bareWorkerOn(shapedTaskQueue),
     ]);
     for (const started of workers) {
       if (started.status === 'fulfilled') track(() => started.value.stop());
     }
-    const [toolgateWorker, bareWorker] = workers.map((started) => {
+    const [toolgateWorker, bareWorker, shapedWorker] = workers.map((started) => {
       if (started.status === 'rejected') throw started.reason;
       return started.value;
-    }) as [WorkerChild, WorkerChild];
+    }) as [WorkerChild, WorkerChild, WorkerChild];
 
     const audit: AuditStore = openSqliteAuditStore({ path: auditPath });
     track(() => audit.close());
@@ -192,8 +199,10 @@ export async function startBenchHarness(input: {
       approverKey,
       toolgateTaskQueue,
       bareTaskQueue,
+      shapedTaskQueue,
       toolgateWorker,
       bareWorker,
+      shapedWorker,
       ...(server.pid !== undefined ? { serverPid: server.pid } : {}),
       stop,
     };
@@ -208,7 +217,7 @@ export async function startWorkerChild(input: {
   onUnexpectedExit?: ((message: string) => void) | undefined;
 }): Promise<WorkerChild> {
   const { config, log } = input;
-  const name = `${config.kind} worker`;
+  const name = `${config.kind} worker${config.taskQueue.startsWith('bench-shaped-') ? ' (shaped)' : ''}`;
   const child: ChildProcess = fork(join(__dirname, 'bench-worker.ts'), [], {
     cwd: projectRoot,
     // `node --require tsx/cjs`, as the `toolgate worker` command loads TypeScript, so that the pid is the

@@ -322,7 +322,7 @@ function notesFor(dirty: boolean, warned: boolean): string[] {
       'new run), messages of about the same size, three local activities (a no-op for the evaluation, the read, a ' +
       'signal of the outcome to the session), one search-attribute upsert; sessions ended by update-with-start. The ' +
       "histories' counts may still differ by whether an outcome's signal and the next admission share a workflow task. " +
-      'It runs on the bare worker.',
+      "It runs on a worker process of its own, with the bare worker's code.",
     'The shape, 50 callers: two what-ifs of the shaped baseline: the outcome not signalled (the session then runs ' +
       "one task per call; carrying the outcome with the next admission would add to that admission's own step, not " +
       'measured), and no session at all (the call alone). They count toward no memory figure.',
@@ -332,8 +332,10 @@ function notesFor(dirty: boolean, warned: boolean): string[] {
     'Pure pipeline: capProposal + parseArguments + validateArguments + deriveCallId + evaluatePolicy in this process ' +
       '(plain Node, not the workflow sandbox).',
     'Workers use default worker options; resident memory is each worker process alone, sampled every ' +
-      `${rssSampleIntervalMs} ms; peak during the 50-caller phases (the bare worker's during its 1-activity reads, ` +
-      "the shaped row's during the shaped reads), then during the phases of the crowd.",
+      `${rssSampleIntervalMs} ms: idle after the warm-up, then the peak during the 50-caller read phases, then ` +
+      'during the crowd. A process rarely gives resident memory back, so a peak includes what earlier phases on ' +
+      "the same worker left (the bare worker's refunds, for its reads). The shaped baseline has a worker process of " +
+      "its own (the bare worker's code); the what-ifs run on it after every counted phase.",
   ];
   notes.push(
     'Throughput: every caller calls back to back for the phase; the calls in flight at its end finish and count, ' +
@@ -577,7 +579,18 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     if (entry.writes) await ensureRefundable(writePhaseCents);
     await closedLoop({ callers: 10, seconds: plan.throughputWarmupSeconds, make: entry.make });
   }
-  const idle = { toolgate: await harness.toolgateWorker.mark(), bare: await harness.bareWorker.mark() };
+  const idle = {
+    toolgate: await harness.toolgateWorker.mark(),
+    bare: await harness.bareWorker.mark(),
+    shaped: await harness.shapedWorker.mark(),
+  };
+  /** Each scenario's worker process: toolgate's, the bare one, or the shaped baseline's own. */
+  const workerOf = (scenario: ThroughputResult['scenario']) =>
+    scenario.startsWith('shaped')
+      ? harness.shapedWorker
+      : scenario.startsWith('governed')
+        ? harness.toolgateWorker
+        : harness.bareWorker;
   const maxLevel = Math.max(...plan.levels);
   const peaks = {
     toolgate: 0,
@@ -588,72 +601,79 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     shapedSamples: 0,
   };
   const load = new Map<string, LoadTotal>();
+  // The what-ifs run after every counted phase, so what they leave in their worker's memory is in no
+  // peak figure (a process rarely gives resident memory back).
+  const counted = throughputScenarios.filter((entry) => !entry.topOnly);
+  const whatIfs = throughputScenarios.filter((entry) => entry.topOnly);
+  const phases: { round: number; callers: number; entry: (typeof throughputScenarios)[number] }[] = [];
   for (let round = 0; round < plan.throughputRounds; round++) {
     for (const callers of plan.levels) {
-      const ordered = round % 2 === 0 ? throughputScenarios : [...throughputScenarios].reverse();
-      for (const entry of ordered) {
-        if (entry.topOnly && callers !== maxLevel) continue;
-        const { governed } = entry;
-        if (entry.writes) await ensureRefundable(writePhaseCents);
-        const worker = governed ? harness.toolgateWorker : harness.bareWorker;
-        await worker.mark();
-        const serverBefore = processCpuMicros(harness.serverPid);
-        const clientBefore = process.cpuUsage();
-        const outcome = await closedLoop({ callers, seconds: plan.phaseSeconds, make: entry.make });
-        const clientUsage = process.cpuUsage(clientBefore);
-        const serverAfter = processCpuMicros(harness.serverPid);
-        const usage = await worker.read();
-        if (callers === maxLevel && !entry.writes) {
-          if (governed) {
-            peaks.toolgate = Math.max(peaks.toolgate, usage.peakBytes);
-            peaks.toolgateSamples += usage.samples;
-          } else if (entry.scenario === 'shaped-read') {
-            // The shaped baseline keeps sessions open like toolgate: its own figure, not the bare worker's.
-            peaks.shaped = Math.max(peaks.shaped, usage.peakBytes);
-            peaks.shapedSamples += usage.samples;
-          } else if (entry.scenario === 'bare-activity') {
-            // The what-ifs of the shape count toward no figure of memory.
-            peaks.bare = Math.max(peaks.bare, usage.peakBytes);
-            peaks.bareSamples += usage.samples;
-          }
-        }
-        const key = `${entry.scenario}@${callers}`;
-        const total: LoadTotal = load.get(key) ?? {
-          calls: 0,
-          seconds: 0,
-          perRound: [],
-          samples: [],
-          errors: 0,
-          errorCodes: {},
-          cpuMicros: 0,
-          serverCpuMicros: 0,
-          clientCpuMicros: 0,
-          loopDelayMaxMs: 0,
-        };
-        const rate = outcome.calls / outcome.elapsedSeconds;
-        total.calls += outcome.calls;
-        total.seconds += outcome.elapsedSeconds;
-        total.perRound.push(rate);
-        total.samples.push(...outcome.samples);
-        total.errors += outcome.errors;
-        total.cpuMicros += usage.cpuMicros;
-        total.serverCpuMicros +=
-          serverBefore === undefined || serverAfter === undefined ? Number.NaN : serverAfter - serverBefore;
-        total.clientCpuMicros += clientUsage.user + clientUsage.system;
-        total.loopDelayMaxMs = Math.max(total.loopDelayMaxMs, usage.loopDelayMaxMs);
-        for (const [code, count] of Object.entries(outcome.errorCodes))
-          total.errorCodes[code] = (total.errorCodes[code] ?? 0) + count;
-        load.set(key, total);
-        log(
-          `throughput round ${round + 1}/${plan.throughputRounds}: ${entry.label}, ${callers} callers: ` +
-            `${rate.toFixed(1)} calls/s, p50 ${summarize(outcome.samples).p50.toFixed(0)} ms, worker CPU ` +
-            `${(usage.cpuMicros / 1000 / Math.max(1, outcome.calls)).toFixed(1)} ms/call` +
-            (outcome.errors > 0
-              ? `, ${outcome.errors} errors (${Object.keys(outcome.errorCodes).join(', ')})`
-              : ''),
-        );
+      const ordered = round % 2 === 0 ? counted : [...counted].reverse();
+      for (const entry of ordered) phases.push({ round, callers, entry });
+    }
+  }
+  for (let round = 0; round < plan.throughputRounds; round++) {
+    const ordered = round % 2 === 0 ? whatIfs : [...whatIfs].reverse();
+    for (const entry of ordered) phases.push({ round, callers: maxLevel, entry });
+  }
+  for (const { round, callers, entry } of phases) {
+    const { governed } = entry;
+    if (entry.writes) await ensureRefundable(writePhaseCents);
+    const worker = workerOf(entry.scenario);
+    await worker.mark();
+    const serverBefore = processCpuMicros(harness.serverPid);
+    const clientBefore = process.cpuUsage();
+    const outcome = await closedLoop({ callers, seconds: plan.phaseSeconds, make: entry.make });
+    const clientUsage = process.cpuUsage(clientBefore);
+    const serverAfter = processCpuMicros(harness.serverPid);
+    const usage = await worker.read();
+    if (callers === maxLevel && !entry.writes) {
+      if (governed) {
+        peaks.toolgate = Math.max(peaks.toolgate, usage.peakBytes);
+        peaks.toolgateSamples += usage.samples;
+      } else if (entry.scenario === 'shaped-read') {
+        peaks.shaped = Math.max(peaks.shaped, usage.peakBytes);
+        peaks.shapedSamples += usage.samples;
+      } else if (entry.scenario === 'bare-activity') {
+        peaks.bare = Math.max(peaks.bare, usage.peakBytes);
+        peaks.bareSamples += usage.samples;
       }
     }
+    const key = `${entry.scenario}@${callers}`;
+    const total: LoadTotal = load.get(key) ?? {
+      calls: 0,
+      seconds: 0,
+      perRound: [],
+      samples: [],
+      errors: 0,
+      errorCodes: {},
+      cpuMicros: 0,
+      serverCpuMicros: 0,
+      clientCpuMicros: 0,
+      loopDelayMaxMs: 0,
+    };
+    const rate = outcome.calls / outcome.elapsedSeconds;
+    total.calls += outcome.calls;
+    total.seconds += outcome.elapsedSeconds;
+    total.perRound.push(rate);
+    total.samples.push(...outcome.samples);
+    total.errors += outcome.errors;
+    total.cpuMicros += usage.cpuMicros;
+    total.serverCpuMicros +=
+      serverBefore === undefined || serverAfter === undefined ? Number.NaN : serverAfter - serverBefore;
+    total.clientCpuMicros += clientUsage.user + clientUsage.system;
+    total.loopDelayMaxMs = Math.max(total.loopDelayMaxMs, usage.loopDelayMaxMs);
+    for (const [code, count] of Object.entries(outcome.errorCodes))
+      total.errorCodes[code] = (total.errorCodes[code] ?? 0) + count;
+    load.set(key, total);
+    log(
+      `throughput round ${round + 1}/${plan.throughputRounds}: ${entry.label}, ${callers} callers: ` +
+        `${rate.toFixed(1)} calls/s, p50 ${summarize(outcome.samples).p50.toFixed(0)} ms, worker CPU ` +
+        `${(usage.cpuMicros / 1000 / Math.max(1, outcome.calls)).toFixed(1)} ms/call` +
+        (outcome.errors > 0
+          ? `, ${outcome.errors} errors (${Object.keys(outcome.errorCodes).join(', ')})`
+          : ''),
+    );
   }
   const throughput: ThroughputResult[] = [];
   const loadSamples: Measured['loadSamples'] = [];
@@ -694,7 +714,7 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     shapedSamples: 0,
   };
   for (const entry of throughputScenarios.filter((scenario) => !scenario.writes && !scenario.topOnly)) {
-    const worker = entry.governed ? harness.toolgateWorker : harness.bareWorker;
+    const worker = workerOf(entry.scenario);
     await worker.mark();
     const outcome = await closedLoop({ callers: crowd, seconds: plan.phaseSeconds, make: entry.make });
     const usage = await worker.read();
@@ -744,8 +764,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         warnings: Object.fromEntries(harness.bareWorker.warnings),
       },
       {
-        label: `bare worker, ${maxLevel} concurrent shaped sessions`,
-        idleMb: megabytes(idle.bare.currentBytes),
+        label: `shaped worker, ${maxLevel} concurrent sessions`,
+        idleMb: megabytes(idle.shaped.currentBytes),
         peakMb: megabytes(peaks.shaped),
         samples: peaks.shapedSamples,
         warnings: {},
@@ -765,8 +785,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
         warnings: {},
       },
       {
-        label: `bare worker, ${crowd} concurrent shaped sessions`,
-        idleMb: megabytes(idle.bare.currentBytes),
+        label: `shaped worker, ${crowd} concurrent sessions`,
+        idleMb: megabytes(idle.shaped.currentBytes),
         peakMb: megabytes(crowdPeaks.shaped),
         samples: crowdPeaks.shapedSamples,
         warnings: {},
@@ -781,11 +801,12 @@ async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> 
   const session = `bench-history-${randomUUID()}`;
   const rejectSession = `bench-history-${randomUUID()}`;
   const shaped = shapedCaller(harness);
+  const opened = new Set<string>();
   try {
-    return await recordedHistories({ harness, session, rejectSession, shaped });
+    return await recordedHistories({ harness, session, rejectSession, shaped, opened });
   } finally {
-    // Every session the recording opened is ended, whatever failed.
-    await Promise.all([session, rejectSession].map((id) => client.endSession(id).catch(() => undefined)));
+    // Every session the recording opened is ended, whatever failed (and none it never opened).
+    await Promise.all([...opened].map((id) => client.endSession(id).catch(() => undefined)));
     await shaped.close().catch(() => undefined);
   }
 }
@@ -795,11 +816,14 @@ async function recordedHistories(input: {
   session: string;
   rejectSession: string;
   shaped: ReturnType<typeof shapedCaller>;
+  /** The governed sessions proposed to so far, to be ended. */
+  opened: Set<string>;
 }): Promise<HistoryCounts[]> {
-  const { harness, session, rejectSession, shaped } = input;
+  const { harness, session, rejectSession, shaped, opened } = input;
   const { client, temporal } = harness;
   let callId = '';
   for (let index = 0; index < callsPerSession; index++) {
+    opened.add(session);
     const result = await client.call({
       session,
       caller: benchCallers.reader,
@@ -809,6 +833,7 @@ async function recordedHistories(input: {
     if (result.code !== 'OK') throw new Error(`the history conversation's read answered ${result.code}`);
     callId = result.callId;
   }
+  opened.add(rejectSession);
   const rejected = await client.call({
     session: rejectSession,
     caller: benchCallers.refunder,

@@ -185,7 +185,7 @@ export function shapedCaller(
   const sessionStart = (id: string) =>
     new WithStartWorkflowOperation('shapedSession', {
       workflowId: id,
-      taskQueue: harness.bareTaskQueue,
+      taskQueue: harness.shapedTaskQueue,
       args: [],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -250,7 +250,7 @@ export function shapedCaller(
         updateId: proposalId,
         startWorkflowOperation: new WithStartWorkflowOperation('shapedCall', {
           workflowId: last.call,
-          taskQueue: harness.bareTaskQueue,
+          taskQueue: harness.shapedTaskQueue,
           args: [
             {
               ...request(proposalId, session),
