@@ -9,9 +9,10 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { sessionWorkflowId } from 'toolgate';
-import type { BenchHarness } from './bench-harness';
+import type { BenchHarness, WorkerChild } from './bench-harness';
 import { projectRoot, startBenchHarness } from './bench-harness';
 import { benchCallers } from './bench-policy';
+import type { WorkerUsage } from './worker-protocol';
 import { rssSampleIntervalMs } from './worker-protocol';
 import type { HistoryCounts } from './history-counts';
 import { countHistory } from './history-counts';
@@ -397,6 +398,10 @@ interface Measured {
   memory: MemoryResult[];
 }
 
+/** The bench's worker processes: toolgate's, the bare baseline's, the shaped baseline's. */
+const workerKeys = ['toolgate', 'bare', 'shaped'] as const;
+type WorkerKey = (typeof workerKeys)[number];
+
 async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Measured> {
   const { harness, plan } = input;
   const series = {
@@ -514,8 +519,11 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   const throughputScenarios: {
     scenario: ThroughputResult['scenario'];
     label: string;
-    governed: boolean;
+    /** The worker process that runs it. */
+    worker: WorkerKey;
     writes: boolean;
+    /** Its phases at the highest level, and its crowd, give its worker's memory figures. */
+    countsMemory?: true;
     /** Only at the highest level (the shape's what-ifs). */
     topOnly?: boolean;
     make: () => SimulatedCaller;
@@ -523,28 +531,31 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     {
       scenario: 'governed-read',
       label: 'governed read',
-      governed: true,
+      worker: 'toolgate',
       writes: false,
+      countsMemory: true,
       make: () => governedReader(harness),
     },
     {
       scenario: 'bare-activity',
       label: 'bare workflow, 1 activity',
-      governed: false,
+      worker: 'bare',
       writes: false,
+      countsMemory: true,
       make: () => bareCaller({ harness, workflow: 'bareRead' }),
     },
     {
       scenario: 'shaped-read',
       label: 'bare, shaped like a governed read',
-      governed: false,
+      worker: 'shaped',
       writes: false,
+      countsMemory: true,
       make: () => shapedCaller(harness),
     },
     {
       scenario: 'shaped-no-report',
       label: 'bare shaped, outcome not signalled',
-      governed: false,
+      worker: 'shaped',
       writes: false,
       topOnly: true,
       make: () => shapedCaller(harness, 'no-report'),
@@ -552,7 +563,7 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     {
       scenario: 'shaped-no-session',
       label: 'bare shaped, no session',
-      governed: false,
+      worker: 'shaped',
       writes: false,
       topOnly: true,
       make: () => shapedCaller(harness, 'no-session'),
@@ -560,14 +571,14 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     {
       scenario: 'governed-write',
       label: 'governed write, no approval',
-      governed: true,
+      worker: 'toolgate',
       writes: true,
       make: () => governedWriter(harness),
     },
     {
       scenario: 'bare-refund',
       label: 'bare workflow, refund in 1 activity',
-      governed: false,
+      worker: 'bare',
       writes: true,
       make: () => bareCaller({ harness, workflow: 'bareRefund' }),
     },
@@ -579,27 +590,16 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     if (entry.writes) await ensureRefundable(writePhaseCents);
     await closedLoop({ callers: 10, seconds: plan.throughputWarmupSeconds, make: entry.make });
   }
-  const idle = {
-    toolgate: await harness.toolgateWorker.mark(),
-    bare: await harness.bareWorker.mark(),
-    shaped: await harness.shapedWorker.mark(),
+  const workers: Record<WorkerKey, WorkerChild> = {
+    toolgate: harness.toolgateWorker,
+    bare: harness.bareWorker,
+    shaped: harness.shapedWorker,
   };
-  /** Each scenario's worker process: toolgate's, the bare one, or the shaped baseline's own. */
-  const workerOf = (scenario: ThroughputResult['scenario']) =>
-    scenario.startsWith('shaped')
-      ? harness.shapedWorker
-      : scenario.startsWith('governed')
-        ? harness.toolgateWorker
-        : harness.bareWorker;
+  const idle = new Map<WorkerKey, WorkerUsage>();
+  for (const key of workerKeys) idle.set(key, await workers[key].mark());
   const maxLevel = Math.max(...plan.levels);
-  const peaks = {
-    toolgate: 0,
-    bare: 0,
-    toolgateSamples: 0,
-    bareSamples: 0,
-    shaped: 0,
-    shapedSamples: 0,
-  };
+  /** Each worker's peak during its memory-counted phases at the highest level. */
+  const peaks = new Map<WorkerKey, { peakBytes: number; samples: number }>();
   const load = new Map<string, LoadTotal>();
   // The what-ifs run after every counted phase, so what they leave in their worker's memory is in no
   // peak figure (a process rarely gives resident memory back).
@@ -617,9 +617,8 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     for (const entry of ordered) phases.push({ round, callers: maxLevel, entry });
   }
   for (const { round, callers, entry } of phases) {
-    const { governed } = entry;
     if (entry.writes) await ensureRefundable(writePhaseCents);
-    const worker = workerOf(entry.scenario);
+    const worker = workers[entry.worker];
     await worker.mark();
     const serverBefore = processCpuMicros(harness.serverPid);
     const clientBefore = process.cpuUsage();
@@ -627,17 +626,12 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     const clientUsage = process.cpuUsage(clientBefore);
     const serverAfter = processCpuMicros(harness.serverPid);
     const usage = await worker.read();
-    if (callers === maxLevel && !entry.writes) {
-      if (governed) {
-        peaks.toolgate = Math.max(peaks.toolgate, usage.peakBytes);
-        peaks.toolgateSamples += usage.samples;
-      } else if (entry.scenario === 'shaped-read') {
-        peaks.shaped = Math.max(peaks.shaped, usage.peakBytes);
-        peaks.shapedSamples += usage.samples;
-      } else if (entry.scenario === 'bare-activity') {
-        peaks.bare = Math.max(peaks.bare, usage.peakBytes);
-        peaks.bareSamples += usage.samples;
-      }
+    if (callers === maxLevel && entry.countsMemory) {
+      const seen = peaks.get(entry.worker);
+      peaks.set(entry.worker, {
+        peakBytes: Math.max(seen?.peakBytes ?? 0, usage.peakBytes),
+        samples: (seen?.samples ?? 0) + usage.samples,
+      });
     }
     const key = `${entry.scenario}@${callers}`;
     const total: LoadTotal = load.get(key) ?? {
@@ -704,30 +698,14 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   // Memory under many open sessions at once: every caller holds its own session while its first
   // calls are in flight, governed reads against bare reads, one phase each.
   const crowd = plan.memorySessions;
-  log(`memory: ${crowd} concurrent sessions (governed), then ${crowd} concurrent bare callers`);
-  const crowdPeaks = {
-    toolgate: 0,
-    bare: 0,
-    shaped: 0,
-    toolgateSamples: 0,
-    bareSamples: 0,
-    shapedSamples: 0,
-  };
-  for (const entry of throughputScenarios.filter((scenario) => !scenario.writes && !scenario.topOnly)) {
-    const worker = workerOf(entry.scenario);
+  log(`memory: ${crowd} concurrent callers on each worker: governed sessions, bare callers, shaped sessions`);
+  const crowdPeaks = new Map<WorkerKey, { peakBytes: number; samples: number }>();
+  for (const entry of throughputScenarios.filter((scenario) => scenario.countsMemory)) {
+    const worker = workers[entry.worker];
     await worker.mark();
     const outcome = await closedLoop({ callers: crowd, seconds: plan.phaseSeconds, make: entry.make });
     const usage = await worker.read();
-    if (entry.governed) {
-      crowdPeaks.toolgate = usage.peakBytes;
-      crowdPeaks.toolgateSamples = usage.samples;
-    } else if (entry.scenario === 'shaped-read') {
-      crowdPeaks.shaped = usage.peakBytes;
-      crowdPeaks.shapedSamples = usage.samples;
-    } else {
-      crowdPeaks.bare = usage.peakBytes;
-      crowdPeaks.bareSamples = usage.samples;
-    }
+    crowdPeaks.set(entry.worker, { peakBytes: usage.peakBytes, samples: usage.samples });
     log(
       `memory: ${entry.label}, ${crowd} callers: ${outcome.calls} calls in ${outcome.elapsedSeconds.toFixed(1)} s, ` +
         `peak ${(usage.peakBytes / 2 ** 20).toFixed(0)} MB, ${outcome.errors} errors`,
@@ -749,49 +727,17 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
     })),
     roundTrips,
     memory: [
-      {
-        label: `toolgate worker, ${maxLevel} concurrent sessions`,
-        idleMb: megabytes(idle.toolgate.currentBytes),
-        peakMb: megabytes(peaks.toolgate),
-        samples: peaks.toolgateSamples,
-        warnings: Object.fromEntries(harness.toolgateWorker.warnings),
-      },
-      {
-        label: `bare worker, ${maxLevel} concurrent callers`,
-        idleMb: megabytes(idle.bare.currentBytes),
-        peakMb: megabytes(peaks.bare),
-        samples: peaks.bareSamples,
-        warnings: Object.fromEntries(harness.bareWorker.warnings),
-      },
-      {
-        label: `shaped worker, ${maxLevel} concurrent sessions`,
-        idleMb: megabytes(idle.shaped.currentBytes),
-        peakMb: megabytes(peaks.shaped),
-        samples: peaks.shapedSamples,
-        warnings: {},
-      },
-      {
-        label: `toolgate worker, ${crowd} concurrent sessions`,
-        idleMb: megabytes(idle.toolgate.currentBytes),
-        peakMb: megabytes(crowdPeaks.toolgate),
-        samples: crowdPeaks.toolgateSamples,
-        warnings: {},
-      },
-      {
-        label: `bare worker, ${crowd} concurrent callers`,
-        idleMb: megabytes(idle.bare.currentBytes),
-        peakMb: megabytes(crowdPeaks.bare),
-        samples: crowdPeaks.bareSamples,
-        warnings: {},
-      },
-      {
-        label: `shaped worker, ${crowd} concurrent sessions`,
-        idleMb: megabytes(idle.shaped.currentBytes),
-        peakMb: megabytes(crowdPeaks.shaped),
-        samples: crowdPeaks.shapedSamples,
-        warnings: {},
-      },
-    ],
+      { level: maxLevel, measured: peaks, withWarnings: true },
+      { level: crowd, measured: crowdPeaks, withWarnings: false },
+    ].flatMap(({ level, measured, withWarnings }) =>
+      workerKeys.map((key) => ({
+        label: `${key} worker, ${level} concurrent ${key === 'bare' ? 'callers' : 'sessions'}`,
+        idleMb: megabytes(idle.get(key)?.currentBytes ?? Number.NaN),
+        peakMb: megabytes(measured.get(key)?.peakBytes ?? 0),
+        samples: measured.get(key)?.samples ?? 0,
+        warnings: withWarnings ? Object.fromEntries(workers[key].warnings) : {},
+      })),
+    ),
   };
 }
 
