@@ -6,14 +6,19 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CancelOutcome } from './admin/cancel-call';
 import { cancelCall } from './admin/cancel-call';
-import { retryingTransient, transientQueryFailure } from './connection/transient-retry';
+import { createKeyedLimiter } from './connection/keyed-limiter';
+import { overloadFailure, retryingTransient, transientQueryFailure } from './connection/transient-retry';
+import type { AuditStore } from './audit/audit-store';
+import { admissionRefusalRecord } from './audit/audit-store';
 import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
 import {
   callNotFoundMessage,
   intentConflictMessage,
+  overloadedMessage,
   sessionClosedMessage,
   stoppedOutsideMessage,
+  undeliveredMessage,
 } from './shared/model-messages';
 import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
@@ -77,9 +82,27 @@ export interface ToolGateClientOptions {
   callerKey: (caller: string) => KeyObject | undefined;
   /** Counts replays (`toolgate_replays_total`) when given: they are decided here, never in a worker. */
   metrics?: Pick<ToolGateMetrics, 'replayed'>;
+  /**
+   * Where a proposal that never reached its workflow is audited (`OVERLOADED`, an unreachable server):
+   * the deployment's audit store. Without it such a proposal is answered but not audited; no workflow
+   * exists to audit it.
+   */
+  audit?: Pick<AuditStore, 'append'>;
+  /**
+   * How long a proposal the server refuses for load (or cannot take for a moment) is asked again,
+   * with backoff, before it is answered `OVERLOADED` (default 30 s).
+   */
+  retryTransientForMs?: number;
 }
 
 const memoArgumentsDigest = 'argumentsDigest';
+/** The proposal that started a call's run, so a client whose answer was lost can tell its own run. */
+const memoProposalId = 'proposalId';
+/**
+ * At most this many admissions of one session in flight from one client: a session workflow takes 10
+ * updates at a time and refuses more (RESOURCE_EXHAUSTED), so a turn's burst waits here instead.
+ */
+const admissionsInFlightPerSession = 8;
 
 /**
  * The agent harness's entry point. `call` never throws for anything the model sent: every
@@ -93,6 +116,9 @@ export class ToolGateClient {
   private readonly policy: LoadedPolicy | undefined;
   private readonly callerKey: (caller: string) => KeyObject | undefined;
   private readonly metrics: Pick<ToolGateMetrics, 'replayed'> | undefined;
+  private readonly audit: Pick<AuditStore, 'append'> | undefined;
+  private readonly retryTransientForMs: number;
+  private readonly admissionSlots = createKeyedLimiter(admissionsInFlightPerSession);
 
   constructor(options: ToolGateClientOptions) {
     this.client = options.client;
@@ -101,6 +127,8 @@ export class ToolGateClient {
     this.policy = options.policy;
     this.callerKey = options.callerKey;
     this.metrics = options.metrics;
+    this.audit = options.audit;
+    this.retryTransientForMs = options.retryTransientForMs ?? 30_000;
   }
 
   /** The call id a proposal maps to, computed without starting anything. */
@@ -111,7 +139,8 @@ export class ToolGateClient {
 
   /**
    * Proposes a call and waits for its answer. A completed write proposed again is not run again:
-   * its recorded result comes back with `replayed: true`.
+   * its recorded result comes back with `replayed: true`. Never throws: a proposal the server refused
+   * for load is `OVERLOADED`, one that could not reach it `INTERNAL_ERROR`, each with the effect known.
    */
   async call(input: CallInput): Promise<ToolResult> {
     // One span for the whole call: with tracing on (and the Temporal client's OpenTelemetry
@@ -136,8 +165,17 @@ export class ToolGateClient {
       ? signValue({ kind: 'proposal', value: { callId, proposal }, privateKey: key })
       : undefined;
     const request = { proposalId, proposal, ...(signature ? { signature } : {}) };
-    // Step 0: the session admits the proposal (signature, ownership, budget, loop guard, circuit) first.
-    const admission = await this.admit({ proposalId, callId, proposal, ...(signature ? { signature } : {}) });
+    const undelivered = (error: unknown, admitted: boolean) =>
+      this.undelivered({ error, admitted, proposalId, callId, proposal, effect: contract?.effect });
+    let admission: AdmissionDecision;
+    try {
+      // Step 0: the session admits the proposal (signature, ownership, budget, loop guard, circuit) first.
+      admission = await this.admissionSlots(proposal.session, () =>
+        this.admit({ proposalId, callId, proposal, ...(signature ? { signature } : {}) }),
+      );
+    } catch (error) {
+      return undelivered(error, false);
+    }
     if (!admission.admitted) return admission.result;
     // A with-start operation is used once: each attempt gets its own.
     const startOperation = () =>
@@ -151,7 +189,7 @@ export class ToolGateClient {
           contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',
         // Names only the tool and the caller: no model text is shown before validation.
         staticSummary: `${contract ? contract.name : 'unknown tool'} for ${proposal.caller}`,
-        memo: { [memoArgumentsDigest]: proposalArgumentsDigest(proposal) },
+        memo: { [memoArgumentsDigest]: proposalArgumentsDigest(proposal), [memoProposalId]: proposalId },
         typedSearchAttributes: [
           { key: searchAttributes.toolName, value: contract ? contract.name : proposal.tool },
           { key: searchAttributes.caller, value: proposal.caller },
@@ -163,19 +201,106 @@ export class ToolGateClient {
       // Retried under the same update id (the proposal's): a run that took it answers with its result.
       // A write whose run closed failed meanwhile may run again, as a re-proposal would; its key
       // keeps the effect single.
-      const response = await retryingTransient(() =>
-        this.client.workflow.executeUpdateWithStart(proposeUpdate, {
-          args: [request],
-          updateId: proposalId,
-          startWorkflowOperation: startOperation(),
-        }),
+      const response = await retryingTransient(
+        () =>
+          this.client.workflow.executeUpdateWithStart(proposeUpdate, {
+            args: [request],
+            updateId: proposalId,
+            startWorkflowOperation: startOperation(),
+          }),
+        { forMs: this.retryTransientForMs },
       );
       return response.result;
     } catch (error) {
-      if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') {
-        return this.replayCompleted({ callId, proposal });
-      }
-      throw error;
+      if (errorName(error) !== 'WorkflowExecutionAlreadyStartedError') return undelivered(error, true);
+    }
+    try {
+      return await this.replayCompleted({ callId, proposal });
+    } catch (error) {
+      return undelivered(error, true);
+    }
+  }
+
+  /**
+   * The answer to a proposal whose update never got through (the server refused it for load, or
+   * could not be reached): the call's own answer when its run exists after all (this proposal's, or a
+   * run of the same call it would have joined); else `OVERLOADED` or `INTERNAL_ERROR` with the effect
+   * as far as it is known. Audited when the client has the audit store.
+   */
+  private async undelivered(input: {
+    error: unknown;
+    /** Whether the session admitted the proposal: before that, nothing can have started. */
+    admitted: boolean;
+    proposalId: string;
+    callId: string;
+    proposal: Proposal;
+    effect: 'read' | 'write' | undefined;
+  }): Promise<ToolResult> {
+    const { callId, proposal, proposalId } = input;
+    const started = input.admitted ? await this.runOfProposal({ callId, proposalId }) : false;
+    if (started === true) {
+      const answer = await this.answerOf(callId).catch(() => undefined);
+      if (answer) return answer;
+    }
+    const overloaded = started === false && overloadFailure.test(errorText(input.error));
+    const result = rejection({
+      tool: proposal.tool,
+      callId,
+      code: overloaded ? 'OVERLOADED' : 'INTERNAL_ERROR',
+      message: overloaded
+        ? overloadedMessage
+        : undeliveredMessage({ started: started !== false ? undefined : false }),
+      // Only a write that may have started may have changed anything.
+      effect: started !== false && input.effect !== 'read' ? 'unknown' : 'none',
+      data: { reason: errorText(input.error).slice(0, 300) },
+    });
+    const at = new Date().toISOString();
+    await this.audit
+      ?.append(
+        admissionRefusalRecord({
+          stage: 'undelivered',
+          proposalId,
+          callId,
+          session: proposal.session,
+          proposal,
+          result,
+          at,
+        }),
+      )
+      .catch(() => false);
+    return result;
+  }
+
+  /**
+   * Whether a run of `callId` exists that this proposal started or would have joined (one running):
+   * true, false, or undefined when the server cannot be asked.
+   */
+  private async runOfProposal(input: { callId: string; proposalId: string }): Promise<boolean | undefined> {
+    try {
+      const description = await this.client.workflow.getHandle(input.callId).describe();
+      return description.status.name === 'RUNNING' || description.memo?.[memoProposalId] === input.proposalId;
+    } catch (error) {
+      return errorName(error) === 'WorkflowNotFoundError' ? false : undefined;
+    }
+  }
+
+  /**
+   * A call's current answer: its final result, or APPROVAL_PENDING while its approval round is open;
+   * undefined when a running call has neither within `waitMs`.
+   */
+  private async answerOf(callId: string, waitMs = 20_000): Promise<ToolResult | undefined> {
+    const handle = this.client.workflow.getHandle(callId);
+    if ((await handle.describe()).status.name !== 'RUNNING') {
+      return (await this.result(callId, { wait: true })) ?? undefined;
+    }
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const state = await handle.query(callStateQuery);
+      if (state.result) return state.result;
+      // `pending` stays set after the decision until the result: only an open round makes it current.
+      if (state.pending && state.approval?.state === 'pending') return state.pending;
+      if (Date.now() >= deadline) return undefined;
+      await delay(200);
     }
   }
 
@@ -212,28 +337,17 @@ export class ToolGateClient {
   async callStatus(input: { callId: string; caller: string; waitMs?: number }): Promise<ToolResult> {
     const { callId } = input;
     const handle = this.client.workflow.getHandle(callId);
-    let running: boolean;
     try {
       const description = await handle.describe();
       const caller = description.typedSearchAttributes.get(searchAttributes.caller);
       if (description.type !== toolCallWorkflowType || caller !== input.caller) return callNotFound(callId);
-      running = description.status.name === 'RUNNING';
     } catch (error) {
       if (errorName(error) === 'WorkflowNotFoundError') return callNotFound(callId);
       throw error;
     }
-    if (!running) return (await this.result(callId, { wait: true })) ?? callNotFound(callId);
-    const deadline = Date.now() + (input.waitMs ?? 20_000);
-    for (;;) {
-      const state = await handle.query(callStateQuery);
-      if (state.result) return state.result;
-      // `pending` stays set after the decision until the result: only an open round makes it current.
-      if (state.pending && state.approval?.state === 'pending') return state.pending;
-      if (Date.now() >= deadline) {
-        throw new Error(`call ${callId} is running and has no answer yet; ask for its status again later`);
-      }
-      await delay(200);
-    }
+    const answer = await this.answerOf(callId, input.waitMs ?? 20_000);
+    if (answer) return answer;
+    throw new Error(`call ${callId} is running and has no answer yet; ask for its status again later`);
   }
 
   /**
@@ -350,12 +464,14 @@ export class ToolGateClient {
   private async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
     const { proposal } = request;
     try {
-      return await retryingTransient(() =>
-        this.client.workflow.executeUpdateWithStart(admitUpdate, {
-          args: [request],
-          updateId: `admit-${request.proposalId}`,
-          startWorkflowOperation: this.sessionStart({ session: proposal.session, caller: proposal.caller }),
-        }),
+      return await retryingTransient(
+        () =>
+          this.client.workflow.executeUpdateWithStart(admitUpdate, {
+            args: [request],
+            updateId: `admit-${request.proposalId}`,
+            startWorkflowOperation: this.sessionStart({ session: proposal.session, caller: proposal.caller }),
+          }),
+        { forMs: this.retryTransientForMs },
       );
     } catch (error) {
       if (errorName(error) !== 'WorkflowExecutionAlreadyStartedError') throw error;
@@ -405,6 +521,12 @@ export class ToolGateClient {
     const recordedResult = await this.result(callId, { wait: true });
     return { ...(recordedResult ?? callNotFound(callId)), replayed: true };
   }
+}
+
+/** An error's name, message and cause's message: what the transient and overload patterns are matched against. */
+function errorText(error: unknown): string {
+  const cause = (error as { cause?: { message?: string } } | undefined)?.cause;
+  return `${errorName(error) ?? ''} ${String(error)} ${cause?.message ?? ''}`;
 }
 
 function errorName(error: unknown): string | undefined {

@@ -37,16 +37,19 @@ export interface AuditRecord {
 }
 
 /**
- * The audit record of a proposal refused at session admission. No run of its call exists, so the
- * record's run id is `admission:<proposal id>`: unique per proposal, the same for a retried
- * admission or a retried workflow task (written once), and never a Temporal run id. Nothing ran, so
- * it starts and finishes at the session's decision.
+ * The audit record of a proposal refused at session admission, or (`stage: 'undelivered'`) of one the
+ * client could not deliver (the server refused it for load, or could not be reached). No run of its
+ * call exists, so the record's run id is `admission:<proposal id>` (or `undelivered:<proposal id>`):
+ * unique per proposal, the same for a retried admission or a retried workflow task (written once),
+ * and never a Temporal run id. Nothing ran, so it starts and finishes at the decision.
  */
-export function admissionRefusalRecord(refusal: AdmissionRefusal): AuditRecord {
+export function admissionRefusalRecord(
+  refusal: AdmissionRefusal & { stage?: 'admission' | 'undelivered' },
+): AuditRecord {
   const { proposal, result } = refusal;
   return {
     callId: refusal.callId,
-    runId: `admission:${refusal.proposalId}`,
+    runId: `${refusal.stage ?? 'admission'}:${refusal.proposalId}`,
     session: refusal.session,
     caller: proposal.caller,
     tool: proposal.tool,

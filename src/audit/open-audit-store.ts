@@ -43,6 +43,22 @@ export async function openAuditStore(config: AuditStoreConfig): Promise<AuditSto
   return openPostgresAuditStore({ url });
 }
 
+/**
+ * The deployment's audit store for a process that rarely writes to it (a client auditing the proposals
+ * it could not deliver): opened on the first append, closed by `close()` if it was opened.
+ */
+export function auditStoreOnFirstUse(config: AuditStoreConfig): Pick<AuditStore, 'append'> & {
+  close(): Promise<void>;
+} {
+  let opened: Promise<AuditStore> | undefined;
+  return {
+    append: async (record) => (await (opened ??= openAuditStore(config))).append(record),
+    close: async () => {
+      if (opened) await (await opened.catch(() => undefined))?.close();
+    },
+  };
+}
+
 /** The PostgreSQL URL the store is at (`TOOLGATE_AUDIT_URL` first, then `auditUrl`); undefined for SQLite. */
 export function auditUrlOf(config: AuditStoreConfig): string | undefined {
   return (config.env ?? process.env)[auditUrlVariable] || config.auditUrl || undefined;

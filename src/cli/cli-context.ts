@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { auditStoreOnFirstUse } from '../audit/open-audit-store';
 import { ToolGateClient } from '../client';
 import { loadConfig } from '../config';
 import type { TemporalConnectionSettings } from '../connection/temporal-connection';
@@ -94,6 +95,7 @@ export async function withClient<T>(
       keysDirectory: config.keysDirectory,
     });
   const { connection, client: temporal } = await connectTemporalClient(settings);
+  const audit = auditStoreOnFirstUse(config);
   try {
     const client = new ToolGateClient({
       client: temporal,
@@ -101,10 +103,12 @@ export async function withClient<T>(
       taskQueue: settings.taskQueue,
       policy,
       callerKey: (caller) => privateKeyOf({ config, owner: { kind: 'caller', name: caller } }),
+      audit,
     });
     return await use(client, { settings });
   } finally {
     await connection.close();
+    await audit.close();
   }
 }
 

@@ -2,11 +2,15 @@
  * What the server answers while a workflow cannot take an update right now, though nothing was
  * applied: load (more than 10 updates in flight on one workflow), a continue-as-new or a closing run,
  * a workflow task that failed to complete (a continue-as-new racing new updates, or a worker that died
- * mid-task), a deduplicated start. Asking again with the same update id is safe: an update already
- * accepted answers with its result.
+ * mid-task), a deduplicated start, an update the run closed (or continued as new) without processing
+ * (`UnprocessedUpdate`). Asking again with the same update id is safe: an update already accepted
+ * answers with its result.
  */
 export const transientUpdateFailure =
-  /RESOURCE_EXHAUSTED|in-flight|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure|Workflow Task in failed state|StartDeduped/i;
+  /RESOURCE_EXHAUSTED|in-flight|continued as new|ContinuedAsNew|aborted|already completed|UNAVAILABLE|unexpected workflow task failure|Workflow Task in failed state|StartDeduped|UnprocessedUpdate|wasn't processed/i;
+
+/** What the server answers when it refuses work for load: an update limit, a rate limit, a busy workflow. */
+export const overloadFailure = /RESOURCE_EXHAUSTED|in-flight updates|limit on number|rate limit|busy/i;
 
 /**
  * What the server answers a query while nothing is wrong but the workflow cannot answer yet: its newest

@@ -36,6 +36,8 @@ export const errorCodes = [
   'OUTPUT_CONTRACT_VIOLATION',
   // lookups
   'CALL_NOT_FOUND',
+  // the proposal never reached its workflow: the server refused it for load (too many at once)
+  'OVERLOADED',
 ] as const;
 
 /** A code toolgate itself produces; tools add their own domain codes. */

@@ -71,6 +71,19 @@ export function argumentsUnreadableMessage(input: { problem: string; tool: strin
 export const internalErrorMessage =
   'toolgate failed unexpectedly and applied nothing. Do not retry; tell the user.';
 
+/** `OVERLOADED`: the server refused the proposal for load before anything started. */
+export const overloadedMessage =
+  'toolgate is taking more calls than it can at this moment; this one did not start and nothing ran. ' +
+  'Wait a few seconds, then propose it again (proposing the same call again never applies it twice).';
+
+/** `INTERNAL_ERROR`: the proposal could not reach toolgate's server (unreachable); whether its call started is unknown. */
+export function undeliveredMessage(input: { started: boolean | undefined }): string {
+  return input.started === false
+    ? 'toolgate could not be reached, so this call did not start and nothing ran. Do not retry now; tell the user.'
+    : 'toolgate could not be reached to learn whether this call started. Do not retry now; tell the user. ' +
+        'Proposing the same call again later answers with its outcome and never applies it twice.';
+}
+
 /** `INTERNAL_ERROR`: the worker could not evaluate the call (policy or contracts unreadable). */
 export const evaluationFailedMessage =
   'The policy could not be loaded; nothing was applied. Do not retry; tell the user.';

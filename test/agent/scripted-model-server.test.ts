@@ -90,7 +90,7 @@ describe('the scripted model server', () => {
   it('lists its scripts as models', async () => {
     const models = [];
     for await (const model of openai.models.list()) models.push(model.id);
-    expect(models).toEqual(['refund-story', 'self-correct', 'parallel-reads', 'injection']);
+    expect(models).toEqual(['refund-story', 'self-correct', 'parallel-reads', 'injection', 'burst']);
     expect((await openai.models.retrieve('injection')).id).toBe('injection');
   });
 

@@ -10,6 +10,7 @@ export const testCallers = [
   'loopy-bot',
   'thrifty-bot',
   'sleepy-bot',
+  'burst-bot',
 ] as const;
 /** The approvers the tests' harness generates keys for. */
 export const testApprovers = ['alice', 'bob', 'carol', 'dave'] as const;
@@ -67,6 +68,15 @@ export const testPolicy: PolicyFileInput = {
       tools: ['get_order'],
       autonomy: 'read',
       session: { idleTimeout: '1s' },
+    },
+    // A conversation long enough for a burst of hundreds of proposals in one turn.
+    'burst-bot': {
+      publicKey: 'callers/burst-bot.pub',
+      tools: ['get_order', 'refund_order'],
+      autonomy: 'reversible',
+      limits: { refund_order: { amount_cents: { max: 50_000 } } },
+      approval: { ceiling: 'critical', windows: { irreversible: '4h', critical: '4h' } },
+      session: { stepBudget: 1_000, loopLimit: 3 },
     },
     'thrifty-bot': {
       publicKey: 'callers/thrifty-bot.pub',

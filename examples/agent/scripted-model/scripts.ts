@@ -359,8 +359,61 @@ export const injection: ModelScript = {
   ],
 };
 
+/** How many refunds the burst script proposes in its one turn. */
+export const burstSize = 200;
+
+/**
+ * A model gone wrong in one turn: asked to refund a cent on an order, it proposes the refund
+ * `burstSize` times at once, each with another amount (1 to `burstSize` cents), then reports what
+ * toolgate answered. Every proposal must come back answered, none lost to an exception.
+ */
+export const burst: ModelScript = {
+  name: 'burst',
+  summary: `${burstSize} refunds of ORD-1001 in one turn, each its own call; then a count of the answers`,
+  userMessage: 'Please refund a cent on my order ORD-1001, as many times as you can.',
+  turns: [
+    {
+      purpose: `propose ${burstSize} refunds at once`,
+      play: (conversation) => {
+        const orderId = firstOrderId(conversation);
+        return {
+          kind: 'tool-calls',
+          calls: Array.from({ length: burstSize }, (_, index) => ({
+            name: 'refund_order',
+            arguments: {
+              order_id: orderId,
+              amount_cents: index + 1,
+              currency: 'BRL',
+              reason: 'customer_request',
+            },
+          })),
+        };
+      },
+    },
+    {
+      purpose: 'count what toolgate answered',
+      play: (conversation) => {
+        const results = expectResults(
+          conversation,
+          Array.from({ length: burstSize }, () => ({ tool: 'refund_order' })),
+        );
+        const counts = new Map<string, number>();
+        for (const { result } of results) counts.set(result.code, (counts.get(result.code) ?? 0) + 1);
+        const summary = [...counts].map(([code, count]) => `${count} ${code}`).join(', ');
+        return answer(`toolgate answered all ${results.length} refunds: ${summary}.`);
+      },
+    },
+  ],
+};
+
 /** Every script, by name: `npm run agent -- --script <name>` and the server's model ids. */
-export const modelScripts: readonly ModelScript[] = [refundStory, selfCorrect, parallelReads, injection];
+export const modelScripts: readonly ModelScript[] = [
+  refundStory,
+  selfCorrect,
+  parallelReads,
+  injection,
+  burst,
+];
 
 /** The script named `name`, or undefined. */
 export function scriptNamed(name: string): ModelScript | undefined {
