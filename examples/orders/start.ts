@@ -9,14 +9,17 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { Connection } from '@temporalio/client';
-import type { LoadedPolicy } from 'toolgate';
+import type { LoadedPolicy, PayloadEncryptionKey } from 'toolgate';
 import {
+  codecKeysEnvironmentVariable,
   defaultTaskQueue,
+  formatCodecKeys,
   generateKeyPairFiles,
   keyPaths,
   loadConfig,
   prepareNamespace,
   readPrivateKey,
+  resolveCodecKeys,
   resolveTemporalConnection,
   startToolGateWorker,
   temporalClientOn,
@@ -114,6 +117,8 @@ async function main(): Promise<void> {
         taskQueue: defaultTaskQueue,
         policy,
         callerKey: (caller) => callerKey({ keysDirectory: config.keysDirectory, caller }),
+        // A proposal the server refuses for load never reaches a workflow: the MCP server audits it.
+        audit: started.audit,
       }),
       tokens: mcpTokenVerifier({ path: config.mcp.tokensPath }),
       callers: Object.keys(policy.file.callers),
@@ -128,6 +133,7 @@ async function main(): Promise<void> {
     // It runs as a child process given the policy's public keys, the audit store and Temporal's
     // address: not this process's keys folder, config or environment.
     const auditUrl = process.env.TOOLGATE_AUDIT_URL || config.auditUrl;
+    const codecKeys = resolveCodecKeys({ config, env: process.env });
     const approvals = await startConsoleProcess({
       plan: consoleProcessPlan({
         policy,
@@ -135,6 +141,8 @@ async function main(): Promise<void> {
         temporal: { address: server.address, namespace: server.namespace, taskQueue: defaultTaskQueue },
         // A PostgreSQL audit store (TOOLGATE_AUDIT_URL or the config's auditUrl) is handed over as is.
         ...(auditUrl ? { auditUrl } : { auditPath: config.auditPath }),
+        // With payload encryption on, what the console shows and relays is encrypted too.
+        ...(codecKeys ? { codecKeys } : {}),
         port: Number(process.env.CONSOLE_PORT ?? 4300),
         ...(process.env.CONSOLE_PUBLIC_URL ? { publicUrl: process.env.CONSOLE_PUBLIC_URL } : {}),
       }),
@@ -257,6 +265,12 @@ export function consoleProcessPlan(input: {
   auditPath?: string;
   /** A PostgreSQL audit store instead: given in the environment, never on the command line (its password). */
   auditUrl?: string;
+  /**
+   * The payload codec's keys, when payloads are encrypted: the console decodes what it shows and
+   * encodes the decisions it relays. Given in the environment (`TOOLGATE_CODEC_KEYS`), never on the
+   * command line. They encrypt; they sign nothing.
+   */
+  codecKeys?: readonly PayloadEncryptionKey[];
   host?: string;
   port: number;
   publicUrl?: string;
@@ -272,6 +286,7 @@ export function consoleProcessPlan(input: {
     if (value !== undefined) env[name] = value;
   }
   if (input.auditUrl !== undefined) env.TOOLGATE_AUDIT_URL = input.auditUrl;
+  if (input.codecKeys?.length) env[codecKeysEnvironmentVariable] = formatCodecKeys(input.codecKeys);
   const auditLink =
     input.auditUrl === undefined && input.auditPath !== undefined
       ? linkAuditStore({ directory: input.directory, auditPath: input.auditPath })

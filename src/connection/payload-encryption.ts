@@ -141,6 +141,11 @@ export function parseCodecKeys(input: { text: string; source?: string }): Payloa
   return checkKeys({ keys, source, hint });
 }
 
+/** Keys in the form `TOOLGATE_CODEC_KEYS` takes (`<id>:<base64>`, comma-separated, in order): `parseCodecKeys` reads it back. */
+export function formatCodecKeys(keys: readonly PayloadEncryptionKey[]): string {
+  return keys.map((entry) => `${entry.id}:${Buffer.from(entry.key).toString('base64')}`).join(',');
+}
+
 /** Checks keys given as `{ id, key }` with the key in base64 (the config's `codec.keys`). */
 export function codecKeysFromConfig(input: {
   keys: readonly { id: string; key: string }[];

@@ -15,6 +15,7 @@ import {
   parseCodecKeys,
   PayloadEncryptionCodec,
 } from './payload-encryption';
+import type { PayloadEncryptionKey } from './payload-encryption';
 
 /** The environment variables read here; each wins over its config field. */
 export const temporalEnvironmentVariables = {
@@ -238,12 +239,25 @@ export function resolvePayloadCodec(input: {
   config?: ConnectionConfigSource;
   env?: NodeJS.ProcessEnv;
 }): PayloadEncryptionCodec | undefined {
+  const keys = resolveCodecKeys(input);
+  return keys ? new PayloadEncryptionCodec({ keys }) : undefined;
+}
+
+/**
+ * The payload codec's keys, the active one first: `TOOLGATE_CODEC_KEYS`, else the config's
+ * `codec.keys`, else undefined. What a process that must decode payloads is handed (the approvals
+ * console's own process), written back with `formatCodecKeys`.
+ */
+export function resolveCodecKeys(input: {
+  config?: ConnectionConfigSource;
+  env?: NodeJS.ProcessEnv;
+}): PayloadEncryptionKey[] | undefined {
   const text = (input.env ?? process.env)[codecKeysEnvironmentVariable]?.trim();
-  if (text) return new PayloadEncryptionCodec({ keys: parseCodecKeys({ text }) });
+  if (text) return parseCodecKeys({ text });
   const configured = input.config?.codec;
   if (configured === undefined) return undefined;
   const source = input.config?.source ? `config file ${input.config.source}` : 'config';
-  return new PayloadEncryptionCodec({ keys: codecKeysFromConfig({ keys: configured.keys, source }) });
+  return codecKeysFromConfig({ keys: configured.keys, source });
 }
 
 /**

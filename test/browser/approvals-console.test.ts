@@ -1,9 +1,9 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { addGrant, inviteApprover, listGrants, signGrant } from 'toolgate';
+import { addGrant, listGrants, signGrant } from 'toolgate';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
-import { launchBrowser, saveScreenshot } from '../support/browser';
+import { enrolInBrowser, launchBrowser, saveScreenshot } from '../support/browser';
 import { startHarnessConsole } from '../support/console-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -46,29 +46,9 @@ afterEach(async () => {
   await context?.close();
 });
 
-/** Olivia invites `approver`; the browser opens the link, makes its key, enrols it and signs in; the link. */
-async function enrolAndSignIn(approver: string): Promise<string> {
-  const { link } = await inviteApprover({
-    client: harness.temporal,
-    taskQueue: harness.taskQueue,
-    approver,
-    operator: 'olivia',
-    operatorKey: harness.operatorKey('olivia'),
-    consoleUrl: approvals.url,
-  });
-  await page.goto(link);
-  // The secret left the address bar as soon as the page read it.
-  expect(page.url()).not.toContain('#');
-  await page.fill('#label', `${approver}-phone`);
-  await page.click('#enrol');
-  await page.waitForSelector('#to-login');
-  expect(await page.textContent('#enrol-outcome')).toContain(`for ${approver}`);
-  await page.click('#to-login');
-  await page.click('button.key');
-  await page.waitForURL(`${approvals.url}/`);
-  expect(await page.textContent('header')).toContain(`${approver} · ${approver}-phone`);
-  return link;
-}
+/** Olivia invites `approver`; the browser enrols its key and signs in; the link. */
+const enrolAndSignIn = (approver: string): Promise<string> =>
+  enrolInBrowser({ harness, page, consoleUrl: approvals.url, approver });
 
 /** The page is no wider than the screen: nothing to scroll sideways at 360 px. */
 async function fitsTheScreen(): Promise<boolean> {

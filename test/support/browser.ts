@@ -3,6 +3,9 @@ import { delimiter, join } from 'node:path';
 
 import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { inviteApprover } from 'toolgate';
+import type { ToolGateHarness } from './toolgate-harness';
 
 /** The binary names Debian's chromium package (and some other distributions) put on PATH. */
 const chromiumNames = ['chromium', 'chromium-browser'] as const;
@@ -89,4 +92,37 @@ function isExecutableFile(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * What an approver does once: operator olivia invites `approver`, the page opens the invite link,
+ * makes its key, enrols it and signs in with it. Resolves to the invite link.
+ */
+export async function enrolInBrowser(input: {
+  harness: ToolGateHarness;
+  page: Page;
+  consoleUrl: string;
+  approver: string;
+}): Promise<string> {
+  const { harness, page, consoleUrl, approver } = input;
+  const { link } = await inviteApprover({
+    client: harness.temporal,
+    taskQueue: harness.taskQueue,
+    approver,
+    operator: 'olivia',
+    operatorKey: harness.operatorKey('olivia'),
+    consoleUrl,
+  });
+  await page.goto(link);
+  // The secret left the address bar as soon as the page read it.
+  expect(page.url()).not.toContain('#');
+  await page.fill('#label', `${approver}-phone`);
+  await page.click('#enrol');
+  await page.waitForSelector('#to-login');
+  expect(await page.textContent('#enrol-outcome')).toContain(`for ${approver}`);
+  await page.click('#to-login');
+  await page.click('button.key');
+  await page.waitForURL(`${consoleUrl}/`);
+  expect(await page.textContent('header')).toContain(`${approver} · ${approver}-phone`);
+  return link;
 }

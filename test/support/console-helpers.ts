@@ -10,6 +10,7 @@ import {
   createToolRegistry,
   inviteApprover,
   parseInviteLink,
+  resolveCodecKeys,
   signEnrolment,
   signValue,
 } from 'toolgate';
@@ -67,6 +68,8 @@ export function harnessConsolePlan(
       taskQueue: harness.taskQueue,
     },
     ...(audit.url !== undefined ? { auditUrl: audit.url } : { auditPath: harnessAuditPath(harness) }),
+    // The harness's payload codec, when it encrypts: as npm start hands over TOOLGATE_CODEC_KEYS.
+    ...(harness.codec ? { codecKeys: resolveCodecKeys({ config: { codec: harness.codec }, env: {} }) } : {}),
     port: 0,
   });
 }

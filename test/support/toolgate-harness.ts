@@ -55,6 +55,8 @@ export interface ToolGateHarness {
   taskQueue: string;
   /** The folder with every test key pair (callers/, approvers/, minter). */
   keysDirectory: string;
+  /** The payload encryption keys the harness's worker and clients use, when it was started with `codec`. */
+  codec?: CodecConfig;
   /** The harness's policy, written as a file (for the CLI's config). */
   policyPath: string;
   /** A test approver's private key. */
@@ -252,6 +254,7 @@ export async function startHarness(input: {
       taskQueue,
       policy,
       callerKey: (caller) => keyOf({ kind: 'caller', name: caller }),
+      audit,
     });
     const admin = new ApprovalAdmin({ client: temporal, audit, taskQueue });
     let defaultSession = `session-${randomUUID()}`;
@@ -264,6 +267,7 @@ export async function startHarness(input: {
       minter,
       taskQueue,
       keysDirectory,
+      ...(input.codec ? { codec: input.codec } : {}),
       policyPath,
       approverKey: (name) => {
         const key = keyOf({ kind: 'approver', name });
