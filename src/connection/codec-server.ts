@@ -10,7 +10,7 @@ import { getRequestListener } from '@hono/node-server';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { Hono } from 'hono';
 import type { Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
+import { limitBody } from './body-limit';
 import { authorityOf, isLoopbackHost } from '../mcp/http-access';
 import { ConfigurationError } from '../policy/load-policy';
 import { createJwtVerifier, JwtVerificationError } from './jwt-verifier';
@@ -224,9 +224,9 @@ export function createCodecServerApp(input: {
 
   app.use(
     '*',
-    bodyLimit({
-      maxSize: maximumBodyBytes,
-      onError: (context) => context.json({ error: 'body too large' }, 413),
+    limitBody({
+      maxBytes: maximumBodyBytes,
+      onTooLarge: (context) => context.json({ error: 'body too large' }, 413),
     }),
   );
 

@@ -6,7 +6,7 @@ import { getRequestListener } from '@hono/node-server';
 import type { Client } from '@temporalio/client';
 import { Hono } from 'hono';
 import type { Context, MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
+import { limitBody } from '../connection/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ApprovalAdmin } from '../admin/approvals';
@@ -304,7 +304,10 @@ function createConsoleApp(input: {
     return next();
   });
   app.use(
-    bodyLimit({ maxSize: 64 * 1024, onError: (c) => refuse(c, 413, 'BAD_REQUEST', 'the body is too large') }),
+    limitBody({
+      maxBytes: 64 * 1024,
+      onTooLarge: (c) => refuse(c, 413, 'BAD_REQUEST', 'the body is too large'),
+    }),
   );
 
   // A challenge costs a MAC and stores nothing; answering one, and enrolling, read the registry.
