@@ -28,13 +28,21 @@ export function createControlsActivities(dependencies: {
 }) {
   return {
     /**
-     * The switches that are off, rebuilt from the accepted changes the audit store keeps, in order:
-     * what a new run of the controls starts from. A run started anew (after a terminate, or by a raw
-     * client with a crafted input) therefore holds exactly what operators signed, nothing more or less.
+     * What a new run of the controls starts from, rebuilt from the audit store: the switches that are
+     * off (the accepted changes, in order), and the ids of the changes attempted lately, accepted or
+     * not, so none of them can be sent again (a change issued before `since` is refused as stale
+     * anyway). A run started anew (after a terminate, or by a raw client with a crafted input)
+     * therefore holds exactly what operators signed, and refuses what was already sent.
      */
-    async restoreSwitches(): Promise<DisabledSwitch[]> {
+    async restoreSwitches(input: { since?: string } = {}): Promise<{
+      disabled: DisabledSwitch[];
+      seen: string[];
+    }> {
       const disabled = new Map<string, DisabledSwitch>();
+      const seen: string[] = [];
+      const since = input.since !== undefined ? Date.parse(input.since) : Number.NEGATIVE_INFINITY;
       for (const event of await dependencies.audit.controlEvents()) {
+        if (!(Date.parse(event.issuedAt) < since)) seen.push(event.changeId);
         if (event.outcome !== 'accepted') continue;
         const key = JSON.stringify([event.tool, event.caller ?? null]);
         if (event.action === 'enable') disabled.delete(key);
@@ -49,7 +57,7 @@ export function createControlsActivities(dependencies: {
           });
         }
       }
-      return [...disabled.values()];
+      return { disabled: [...disabled.values()], seen };
     },
 
     /**

@@ -14,8 +14,8 @@ import { refuse, refuseIf } from './refusal';
 
 /**
  * What the controls carry across continue-as-new: the change ids seen (so a change sent again is still
- * refused). The switches themselves are rebuilt from the audit store at every run's start, never
- * taken from the input.
+ * refused). The switches, and the ids of the changes attempted lately, are rebuilt from the audit
+ * store at every run's start: a run started anew after a terminate refuses a replayed change too.
  */
 export interface ControlsInput {
   carried?: { seen: string[] };
@@ -140,7 +140,12 @@ export async function toolgateControls(input: ControlsInput = {}): Promise<void>
     while (seen.size > seenKept) seen.delete(seen.values().next().value as string);
   }
 
-  for (const entry of await checks.restoreSwitches()) disabled.set(switchKey(entry), entry);
+  // A change issued longer ago than its freshness is refused as stale: its id need not be remembered.
+  const restoredState = await checks.restoreSwitches({
+    since: new Date(Date.now() - 2 * changeFreshnessMs).toISOString(),
+  });
+  for (const entry of restoredState.disabled) disabled.set(switchKey(entry), entry);
+  for (const changeId of restoredState.seen) remember(changeId);
   restored = true;
 
   const limit = input.continueAsNewAfter ?? 500;

@@ -1,8 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import {
   checkPolicy,
   controlsWorkflowId,
   createToolRegistry,
+  listToolSwitches,
+  setSwitchUpdate,
+  signValue,
   quotaUsageQuery,
   quotaWorkflowId,
   setToolSwitch,
@@ -130,6 +135,73 @@ describe('kill switch', () => {
       expect(await harness.orders.api.refundCount()).toBe(before);
     } finally {
       await flip('enable', 'get_order');
+      await flip('enable', 'refund_order');
+    }
+  });
+
+  it('refuses a captured change replayed into a run started after a terminate: the switch and the audit agree', async () => {
+    /** A change olivia signs, sent as a raw Temporal client would. */
+    const signed = (action: 'disable' | 'enable') => {
+      const change = {
+        changeId: randomUUID(),
+        action,
+        tool: 'refund_order',
+        operator: 'olivia',
+        reason: `${action}: incident`,
+        issuedAt: new Date().toISOString(),
+      };
+      return {
+        change,
+        signature: signValue({
+          kind: 'tool-switch',
+          value: change,
+          privateKey: harness.operatorKey('olivia'),
+        }),
+      };
+    };
+    const send = async (change: ReturnType<typeof signed>, updateId = change.change.changeId) => {
+      try {
+        return await harness.temporal.workflow.executeUpdateWithStart(setSwitchUpdate, {
+          args: [change],
+          updateId,
+          startWorkflowOperation: new WithStartWorkflowOperation('toolgateControls', {
+            workflowId: controlsWorkflowId(harness.taskQueue),
+            taskQueue: harness.taskQueue,
+            args: [{}],
+            workflowIdConflictPolicy: 'USE_EXISTING',
+          }),
+        });
+      } catch (error) {
+        return { accepted: false, code: (error as { cause?: { type?: string } }).cause?.type };
+      }
+    };
+    const enable = signed('enable');
+    expect(await send(signed('disable'))).toMatchObject({ accepted: true });
+    expect(await send(enable)).toMatchObject({ accepted: true });
+    expect(await send(signed('disable'))).toMatchObject({ accepted: true });
+    await harness.temporal.workflow
+      .getHandle(controlsWorkflowId(harness.taskQueue))
+      .terminate('ops: looked stuck');
+    try {
+      // The captured enable, well within its 10 minutes, into the run it starts.
+      // (Under a new update id: the same one would only be answered the closed run's receipt.)
+      expect(await send(enable, randomUUID())).toMatchObject({ accepted: false, code: 'CHANGE_REPLAYED' });
+      expect(
+        (await listToolSwitches({ client: harness.temporal, taskQueue: harness.taskQueue })).disabled,
+      ).toEqual([
+        expect.objectContaining({ tool: 'refund_order', operator: 'olivia', reason: 'disable: incident' }),
+      ]);
+      const accepted = (await harness.audit.controlEvents({ tool: 'refund_order' })).filter(
+        (event) => event.outcome === 'accepted',
+      );
+      expect(accepted.at(-1)).toMatchObject({ action: 'disable' });
+      const refund = await harness.call({
+        caller: 'test-refunder',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 1_235 }),
+      });
+      expect(refund).toMatchObject({ code: 'TOOL_DISABLED', effect: 'none' });
+    } finally {
       await flip('enable', 'refund_order');
     }
   });
