@@ -118,6 +118,16 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
   let restored = false;
   let updates = 0;
 
+  /**
+   * Takes `id` (`inFlight`) once it is free to be judged; the caller gives it back when done. The look
+   * and the take happen with nothing awaited between them: every condition that comes true in one
+   * activation is released in the same pass, so each waiter looks again and only the first takes it.
+   */
+  const takeTurn = async (id: string): Promise<void> => {
+    while (!restored || inFlight.has(id)) await condition(() => restored && !inFlight.has(id));
+    inFlight.add(id);
+  };
+
   const view = () => {
     const nowMs = Date.now();
     return { grants: [...grants.values()].map((held) => held.view(nowMs)) };
@@ -133,10 +143,13 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
     async (signed: SignedGrant): Promise<GrantReceipt> => {
       const { grantId } = signed.grant;
       // Attempts at one grant id are judged one after the other: the first accepted wins.
-      await condition(() => restored && !inFlight.has(grantId));
-      refuseIf(seenGrants.has(grantId), 'GRANT_REPLAYED', 'this grant was added already');
-      inFlight.add(grantId);
+      await takeTurn(grantId);
       try {
+        refuseIf(
+          seenGrants.has(grantId) || grants.has(grantId),
+          'GRANT_REPLAYED',
+          'this grant was added already',
+        );
         const verdict = await checks.checkGrant(signed);
         // A refused grant may come back with what it lacked (a second approver's signature); an
         // accepted one never counts twice.
@@ -163,23 +176,22 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
     revokeGrantUpdate,
     async (signed: SignedGrantRevocation): Promise<GrantReceipt> => {
       const { revocation } = signed;
-      await condition(() => restored && !inFlight.has(revocation.revocationId));
-      refuseIf(
-        seenRevocations.has(revocation.revocationId),
-        'GRANT_REPLAYED',
-        'this revocation was sent already',
-      );
-      const held = grants.get(revocation.grantId);
-      refuseIf(!held, 'GRANT_UNKNOWN', `no grant ${revocation.grantId} is held on this task queue`);
-      const state = held!.view(Date.now()).state;
-      // A used-up grant is revoked too: a use given back would otherwise bring it back.
-      refuseIf(
-        state === 'revoked' || state === 'expired',
-        'GRANT_NOT_ACTIVE',
-        `grant ${revocation.grantId} is ${state} already`,
-      );
-      inFlight.add(revocation.revocationId);
+      await takeTurn(revocation.revocationId);
       try {
+        refuseIf(
+          seenRevocations.has(revocation.revocationId),
+          'GRANT_REPLAYED',
+          'this revocation was sent already',
+        );
+        const held = grants.get(revocation.grantId);
+        refuseIf(!held, 'GRANT_UNKNOWN', `no grant ${revocation.grantId} is held on this task queue`);
+        const state = held!.view(Date.now()).state;
+        // A used-up grant is revoked too: a use given back would otherwise bring it back.
+        refuseIf(
+          state === 'revoked' || state === 'expired',
+          'GRANT_NOT_ACTIVE',
+          `grant ${revocation.grantId} is ${state} already`,
+        );
         const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
         if (!verdict.ok) refuse(verdict.code, verdict.reason);
         seenRevocations.add(revocation.revocationId);

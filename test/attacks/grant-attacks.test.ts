@@ -336,6 +336,25 @@ describe('standing grants under attack', () => {
     expect(tookMs).toBeLessThan(10_000);
   });
 
+  it('accepts the same signed grant sent 10 times at once only once, the others GRANT_REPLAYED, and its uses never reset', async () => {
+    const signed = grantBy(harness, { maxCalls: 2 });
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => add(signed)));
+    expect(outcomes.map(codeOf).filter((code) => code === 'accepted')).toHaveLength(1);
+    expect(outcomes.map(codeOf).filter((code) => code !== 'accepted')).toEqual(
+      Array(9).fill('GRANT_REPLAYED'),
+    );
+    expect(await refund({ amount: 301 })).toMatchObject({ code: 'OK', effect: 'applied' });
+    expect(await grantOf(signed.grant.grantId)).toMatchObject({ usedCalls: 1, remainingCalls: 1 });
+    // Sent again once it was used: refused, and the use stays counted.
+    expect(codeOf(await add(signed))).toBe('GRANT_REPLAYED');
+    expect(await grantOf(signed.grant.grantId)).toMatchObject({ usedCalls: 1, remainingCalls: 1 });
+    expect(await refund({ amount: 302 })).toMatchObject({ code: 'OK', effect: 'applied' });
+    const third = await refund({ amount: 303 });
+    expect(third).toMatchObject({ code: 'APPROVAL_PENDING', effect: 'none' });
+    await cancelPending([third]);
+    expect(await applied()).toBe(2);
+  });
+
   it('refuses a grant tampered after signing (calls, total, caller, expiry, a cap removed) with SIGNATURE_INVALID', async () => {
     const signed = grantBy(harness, { maxCalls: 1, maxAmount: 500, maxAmountPerCall: 500 });
     const withoutTotal: Partial<SignedGrant['grant']> = { ...signed.grant };
