@@ -20,7 +20,7 @@ import {
   stoppedOutsideMessage,
   undeliveredMessage,
 } from './shared/model-messages';
-import { capProposal, deriveCallId, proposalArgumentsDigest } from './shared/proposal';
+import { capProposal, deriveCallId, isCallId, proposalArgumentsDigest } from './shared/proposal';
 import type { Proposal } from './shared/proposal';
 import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
 import {
@@ -309,6 +309,7 @@ export class ToolGateClient {
    * `null` while the call has no answer yet. A call that does not exist is `CALL_NOT_FOUND`.
    */
   async result(callId: string, options: { wait: boolean } = { wait: true }): Promise<ToolResult | null> {
+    if (!isCallId(callId)) return callNotFound(callId);
     const handle = this.client.workflow.getHandle(callId);
     if (!options.wait) {
       let status: string;
@@ -336,6 +337,7 @@ export class ToolGateClient {
    */
   async callStatus(input: { callId: string; caller: string; waitMs?: number }): Promise<ToolResult> {
     const { callId } = input;
+    if (!isCallId(callId)) return callNotFound(callId);
     const handle = this.client.workflow.getHandle(callId);
     try {
       const description = await handle.describe();

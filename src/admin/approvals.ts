@@ -6,6 +6,7 @@ import { signValue } from '../keys/key-files';
 import type { DecisionEnvelope, SignedDecision } from '../shared/approval';
 import type { KeyChain } from '../shared/approver-keys';
 import { keyIdOf } from '../shared/approver-keys';
+import { isCallId } from '../shared/proposal';
 import type { CallState, DecisionReceipt } from '../shared/temporal';
 import { callStateQuery, decideUpdate, searchAttributes } from '../shared/temporal';
 
@@ -82,6 +83,8 @@ export class ApprovalAdmin {
 
   /** A call's state: validated arguments, the rule that asked for approval, the round and the decision history. */
   async show(callId: string): Promise<CallState | null> {
+    // A workflow that is not a call (a session, the grants, the controls) holds no call state.
+    if (!isCallId(callId)) return null;
     try {
       return await this.client.workflow.getHandle(callId).query(callStateQuery);
     } catch (error) {
@@ -149,13 +152,17 @@ export class ApprovalAdmin {
   async send(input: { callId: string; decision: SignedDecision }): Promise<DecisionOutcome> {
     const updateId = randomUUID();
     let outcome: DecisionOutcome;
-    try {
-      const receipt = await this.client.workflow
-        .getHandle(input.callId)
-        .executeUpdate(decideUpdate, { args: [input.decision], updateId });
-      outcome = { ...receipt, accepted: true };
-    } catch (error) {
-      outcome = refusalOf(error) ?? (await this.closedRunRefusal(input.callId));
+    if (!isCallId(input.callId)) {
+      outcome = closedCallRefusal({ callId: input.callId, state: null });
+    } else {
+      try {
+        const receipt = await this.client.workflow
+          .getHandle(input.callId)
+          .executeUpdate(decideUpdate, { args: [input.decision], updateId });
+        outcome = { ...receipt, accepted: true };
+      } catch (error) {
+        outcome = refusalOf(error) ?? (await this.closedRunRefusal(input.callId));
+      }
     }
     await this.audit?.appendDecisionAttempt({
       updateId,

@@ -2,7 +2,13 @@ import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { signValue } from '../keys/key-files';
 import type { Cancellation, Canceller, SignedCancellation } from '../shared/temporal';
-import { cancelUpdate, searchAttributes, toolCallWorkflowType } from '../shared/temporal';
+import { isCallId } from '../shared/proposal';
+import {
+  cancelUpdate,
+  maxCancellationReasonLength,
+  searchAttributes,
+  toolCallWorkflowType,
+} from '../shared/temporal';
 
 /** How a cancellation ended: accepted (the call closes `APPROVAL_CANCELLED`), or refused with a stable code. */
 export type CancelOutcome =
@@ -10,7 +16,7 @@ export type CancelOutcome =
   | {
       cancelled: false;
       callId: string;
-      /** `CALL_NOT_FOUND`, `CANCEL_TOO_LATE`, `NOT_AWAITING_APPROVAL` or `SIGNATURE_INVALID`. */
+      /** `CALL_NOT_FOUND`, `CANCELLATION_INVALID`, `CANCEL_TOO_LATE`, `NOT_AWAITING_APPROVAL` or `SIGNATURE_INVALID`. */
       code: string;
       message: string;
     };
@@ -38,8 +44,15 @@ export async function cancelCall(input: {
     code,
     message,
   });
+  if (!isCallId(callId)) return refused('CALL_NOT_FOUND', `No call ${callId} is visible to you.`);
   const reason = input.reason.trim();
-  if (reason === '') return refused('INVALID_ARGUMENTS', 'give a reason for the cancellation');
+  if (reason === '') return refused('CANCELLATION_INVALID', 'give a reason for the cancellation');
+  if (reason.length > maxCancellationReasonLength) {
+    return refused(
+      'CANCELLATION_INVALID',
+      `the reason is ${reason.length} characters; give one of at most ${maxCancellationReasonLength}`,
+    );
+  }
   const handle = input.client.workflow.getHandle(callId);
   let runId: string;
   try {

@@ -64,11 +64,13 @@ export const decisionRefusalCodes = [
 ] as const;
 
 /**
- * What a canceller is told when a cancellation is refused: its signature does not hold, execution
+ * What a canceller is told when a cancellation is refused: it is malformed, its signature does not hold, execution
  * started (or the call ended), or the call is not waiting for approval. A refused cancellation changes
  * nothing.
  */
 export const cancellationRefusalCodes = [
+  // malformed: no reason, a reason over 500 characters, another call's or run's
+  'CANCELLATION_INVALID',
   'SIGNATURE_INVALID',
   'CANCEL_TOO_LATE',
   'NOT_AWAITING_APPROVAL',

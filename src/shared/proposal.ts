@@ -244,6 +244,11 @@ export function deriveCallId(input: {
   return `tc-${sha256Hex(canonicalJson(key))}`;
 }
 
+/** True when `text` has the shape of a call id (`tc-` and 64 hex digits); anything else names no call. */
+export function isCallId(text: string): boolean {
+  return /^tc-[0-9a-f]{64}$/.test(text);
+}
+
 /** Digest of what the proposal asks for (all arguments), used to refuse an `intentId` reused with other arguments. */
 export function proposalArgumentsDigest(proposal: Proposal): string {
   return sha256Hex(canonicalJson(keyArguments({ proposal })));

@@ -115,6 +115,9 @@ export const decideUpdate = defineUpdate<DecisionReceipt, [SignedDecision]>('dec
 export type Canceller = { caller: string } | { operator: string };
 
 /** What a cancellation signs (kind `cancellation`): one run of one call, by whom, why, when. */
+/** The longest reason a cancellation may give. */
+export const maxCancellationReasonLength = 500;
+
 export interface Cancellation {
   callId: string;
   runId: string;

@@ -54,7 +54,13 @@ import type {
   SignedCancellation,
   ToolGateSinks,
 } from '../shared/temporal';
-import { callStateQuery, cancelUpdate, proposeUpdate, searchAttributes } from '../shared/temporal';
+import {
+  callStateQuery,
+  cancelUpdate,
+  maxCancellationReasonLength,
+  proposeUpdate,
+  searchAttributes,
+} from '../shared/temporal';
 import type { GrantActivities } from '../activities/grant-activities';
 import type { ControlsActivities } from '../activities/controls-activities';
 import type { QuotaActivities } from '../activities/quota-activities';
@@ -860,18 +866,23 @@ class CallRun {
     const { cancellation, signature } = request ?? {};
     const by = cancellation?.by as Record<string, unknown> | undefined;
     const reason = cancellation?.reason;
+    if (typeof reason === 'string' && reason.length > maxCancellationReasonLength) {
+      refuse(
+        'CANCELLATION_INVALID',
+        `the reason is ${reason.length} characters; give one of at most ${maxCancellationReasonLength}`,
+      );
+    }
     if (
       typeof reason !== 'string' ||
       reason.trim() === '' ||
-      reason.length > 500 ||
       typeof signature !== 'string' ||
       cancellation.callId !== this.callId ||
       cancellation.runId !== this.runId ||
       typeof cancellation.issuedAt !== 'string'
     ) {
       refuse(
-        'SIGNATURE_INVALID',
-        'the cancellation must name this call and run, give a reason (at most 500 characters) and be signed',
+        'CANCELLATION_INVALID',
+        `the cancellation must name this call and run, give a reason (at most ${maxCancellationReasonLength} characters) and be signed`,
       );
     }
     // Exactly one principal, named by a string: the handler names the one whose key was checked here.

@@ -185,4 +185,26 @@ describe('cancelling a call that waits for approval, attacked', () => {
       .toBeGreaterThan(0);
     await cleanUp(pending.callId);
   });
+
+  it('refuses a reason over 500 characters as too long, from the client and sent raw, and the call still waits', async () => {
+    const pending = await proposeRefund({ amount_cents: 1_112 });
+    const long = 'x'.repeat(100 * 1024);
+    const outcome = await harness.client.cancel({
+      callId: pending.callId,
+      caller: 'support-bot',
+      reason: long,
+    });
+    expect(outcome).toMatchObject({ cancelled: false, code: 'CANCELLATION_INVALID' });
+    expect(outcome.cancelled ? '' : outcome.message).toContain('at most 500');
+    const raw = await signedCancellation({
+      callId: pending.callId,
+      by: { caller: 'support-bot' },
+      privateKey: harness.operatorKey('olivia'),
+      reason: long,
+    });
+    expect(await sendRaw(pending.callId, raw)).toBe('CANCELLATION_INVALID');
+    expect((await harness.admin.show(pending.callId))?.approval).toMatchObject({ state: 'pending' });
+    expect(await appliedRefunds()).toBe(0);
+    await cleanUp(pending.callId);
+  });
 });
