@@ -6,6 +6,7 @@ import type { LoadedConfig } from '../config';
 import { keyPaths } from '../keys/key-files';
 import { authorityOf } from '../mcp/http-access';
 import { createToolGateMcpServer } from '../mcp/mcp-server';
+import { splittingBatches } from '../mcp/stdio-batches';
 import { startMcpHttpServer } from '../mcp/mcp-http-server';
 import type { McpHttpServer } from '../mcp/mcp-http-server';
 import { createMcpToken, listMcpTokens, mcpTokenVerifier, revokeMcpToken } from '../mcp/mcp-tokens';
@@ -126,7 +127,9 @@ async function stdioCommand(input: { options: McpOptions; context: CliContext })
       const closed = untilStopped({ signal: context.signal, stdin: true });
       server.onclose = closed.close;
       // The transport reads stdin and writes stdout; nothing else of this process may write there.
-      await server.connect(new StdioServerTransport());
+      // A batch is split into its messages, each answered on its own, as over HTTP.
+      const stdin = splittingBatches({ stdin: process.stdin, refuse: (line) => process.stdout.write(line) });
+      await server.connect(new StdioServerTransport(stdin, process.stdout));
       output.error(
         `toolgate MCP server on stdio: caller ${caller}, session ${session}, ` +
           `Temporal at ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue})`,

@@ -24,7 +24,7 @@ import {
   verifyKeyChain,
 } from '../shared/approver-keys';
 import type { ConsoleRefusalCode, RegistryRefusalCode } from '../shared/codes';
-import { isSignedDecision } from '../shared/decision-rules';
+import { decisionShapeProblem } from '../shared/decision-rules';
 import type { SignedGrantRevocation } from '../shared/grants';
 import { revocationShapeProblem, revokerName } from '../shared/grants';
 import { ownValue } from '../shared/own-records';
@@ -464,15 +464,11 @@ function createConsoleApp(input: {
     const callId = c.req.param('callId');
     const body = await jsonBody(c);
     const candidate = { envelope: body?.envelope, signature: body?.signature };
-    if (!isSignedDecision(candidate)) {
-      return refuse(
-        c,
-        400,
-        'BAD_REQUEST',
-        'expected {envelope, signature, keyId}, every envelope field a string',
-      );
+    const problem = decisionShapeProblem(candidate);
+    if (problem !== undefined) {
+      return refuse(c, 400, 'BAD_REQUEST', `expected {envelope, signature, keyId}: ${problem}`);
     }
-    const { envelope } = candidate;
+    const { envelope, signature } = candidate as SignedDecision;
     if (envelope.approver !== session.approver || body?.keyId !== session.keyId) {
       log(`refused a decision on ${callId}: session of ${session.approver} sent one as ${envelope.approver}`);
       return refuse(
@@ -489,7 +485,7 @@ function createConsoleApp(input: {
     const { key } = c.get('authenticated');
     const decision: SignedDecision = {
       envelope,
-      signature: candidate.signature,
+      signature,
       key: { invite: key.invite, enrolment: key.enrolment },
     };
     const outcome = await admin.send({ callId, decision });

@@ -38,7 +38,13 @@ export function anthropicTools(input: { client: ToolGateClient; caller: string }
 export async function runAnthropicToolUses(
   input: ProviderSession & { content: readonly unknown[] },
 ): Promise<{ message: { role: 'user'; content: AnthropicToolResultBlock[] }; results: ToolResult[] }> {
-  const uses = input.content.filter(isToolUse);
+  // Every tool_use block is a proposal, whatever else it holds: one whose id or name is not a string is
+  // still answered (an unknown tool, audited), never dropped.
+  const uses = input.content.filter(isToolUse).map((block) => ({
+    id: typeof block.id === 'string' ? block.id : '',
+    name: typeof block.name === 'string' ? block.name : '',
+    input: block.input,
+  }));
   const results = await runModelToolCalls({
     ...input,
     calls: uses.map((use) => ({ name: use.name, arguments: objectArguments(use.input) })),
@@ -60,10 +66,6 @@ export async function runAnthropicToolUses(
   };
 }
 
-function isToolUse(block: unknown): block is { id: string; name: string; input: unknown } {
-  if (typeof block !== 'object' || block === null) return false;
-  const candidate = block as Record<string, unknown>;
-  return (
-    candidate.type === 'tool_use' && typeof candidate.id === 'string' && typeof candidate.name === 'string'
-  );
+function isToolUse(block: unknown): block is { id: unknown; name: unknown; input: unknown } {
+  return typeof block === 'object' && block !== null && (block as { type?: unknown }).type === 'tool_use';
 }

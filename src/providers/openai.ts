@@ -137,7 +137,16 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export async function runOpenAIResponsesFunctionCalls(
   input: ProviderSession & { output: readonly unknown[]; strict?: StrictMode },
 ): Promise<{ items: OpenAIResponsesFunctionCallOutput[]; results: ToolResult[] }> {
-  const calls = input.output.filter(isFunctionCall);
+  // Every function_call item is a proposal, whatever else it holds: one whose id, name or arguments are
+  // not strings is still answered (an unknown tool, or INVALID_JSON) and audited, never dropped.
+  const calls = input.output.filter(isFunctionCall).map((item) => ({
+    call_id: typeof item.call_id === 'string' ? item.call_id : '',
+    name: typeof item.name === 'string' ? item.name : '',
+    arguments:
+      typeof item.arguments === 'string'
+        ? item.arguments
+        : (JSON.stringify(item.arguments ?? null) ?? 'null'),
+  }));
   const results = await runOpenAICalls({ ...input, calls });
   return {
     items: calls.map((call, index) => ({
@@ -149,13 +158,6 @@ export async function runOpenAIResponsesFunctionCalls(
   };
 }
 
-function isFunctionCall(item: unknown): item is { call_id: string; name: string; arguments: string } {
-  if (typeof item !== 'object' || item === null) return false;
-  const candidate = item as Record<string, unknown>;
-  return (
-    candidate.type === 'function_call' &&
-    typeof candidate.call_id === 'string' &&
-    typeof candidate.name === 'string' &&
-    typeof candidate.arguments === 'string'
-  );
+function isFunctionCall(item: unknown): item is { call_id: unknown; name: unknown; arguments: unknown } {
+  return isRecord(item) && item.type === 'function_call';
 }

@@ -22,6 +22,9 @@ export interface DecisionEnvelope {
   issuedAt: string;
 }
 
+/** The longest reason a decision may give: what the console's form takes, and what the model is told. */
+export const maxDecisionReasonLength = 2_000;
+
 /**
  * A decision with its Ed25519 signature (base64url) over kind `decision`: by the approver's key in
  * the policy, or, when `key` is given, by the key that chain enrolled for the approver.

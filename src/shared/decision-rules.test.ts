@@ -96,7 +96,7 @@ describe('each rule refuses with its own code and reason', () => {
       () => ({ envelope: aliceApproval.envelope }),
       nobody,
       'SIGNATURE_INVALID',
-      'not a signed decision',
+      'not a signed decision: expected {envelope, signature}',
     ],
     [
       'an approver the policy does not name',
@@ -259,8 +259,40 @@ describe('approver names from outside', () => {
     expect(judge({ envelope: asArray, signature }, { signatures: [], approvers: ['alice'] })).toEqual({
       ok: false,
       code: 'SIGNATURE_INVALID',
-      reason: 'not a signed decision',
+      reason: 'not a signed decision: envelope fields that are not strings: approver',
     });
+  });
+
+  it('refuses an envelope with a field a decision does not have, though its approver signed it all', () => {
+    const extended = { ...envelopeBy('alice'), scope: 'every call' };
+    const signature = signValue({ kind: 'decision', value: extended, privateKey: keys.alice.privateKey });
+    expect(judge({ envelope: extended, signature })).toEqual({
+      ok: false,
+      code: 'SIGNATURE_INVALID',
+      reason: 'not a signed decision: envelope fields a decision does not have: scope',
+    });
+    const besides = { ...aliceApproval, note: 'rides along' };
+    expect(judge(besides)).toMatchObject({
+      ok: false,
+      reason: 'not a signed decision: it has fields a decision does not have: note',
+    });
+  });
+
+  it('refuses a reason longer than 2,000 characters, however it was signed', () => {
+    const long = { ...envelopeBy('alice'), reason: 'r'.repeat(2_001) };
+    const signature = signValue({ kind: 'decision', value: long, privateKey: keys.alice.privateKey });
+    expect(judge({ envelope: long, signature })).toEqual({
+      ok: false,
+      code: 'SIGNATURE_INVALID',
+      reason: 'not a signed decision: its reason is 2001 characters; give one of at most 2000',
+    });
+    const longest = { ...envelopeBy('alice'), reason: 'r'.repeat(2_000) };
+    expect(
+      judge({
+        envelope: longest,
+        signature: signValue({ kind: 'decision', value: longest, privateKey: keys.alice.privateKey }),
+      }),
+    ).toMatchObject({ ok: true });
   });
 });
 
@@ -290,7 +322,11 @@ describe('malformed input', () => {
     'is refused as SIGNATURE_INVALID, not a signed decision, without throwing: %s',
     (_case, value) => {
       expect(isSignedDecision(value)).toBe(false);
-      expect(judge(value)).toEqual({ ok: false, code: 'SIGNATURE_INVALID', reason: 'not a signed decision' });
+      expect(judge(value)).toEqual({
+        ok: false,
+        code: 'SIGNATURE_INVALID',
+        reason: expect.stringMatching(/^not a signed decision: /) as unknown,
+      });
     },
   );
 

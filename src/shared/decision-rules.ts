@@ -1,6 +1,7 @@
 import type { RiskLevel } from '../tools/risk-levels';
 import { riskRank } from '../tools/risk-levels';
 import type { DecisionEnvelope, SignedDecision } from './approval';
+import { maxDecisionReasonLength } from './approval';
 import type { VerifiedKey } from './approver-keys';
 import { verifyKeyChain } from './approver-keys';
 import type { DecisionRefusalCode } from './codes';
@@ -65,18 +66,39 @@ const envelopeFields: Record<keyof DecisionEnvelope, true> = {
   issuedAt: true,
 };
 
+/** The fields a signed decision may carry besides its envelope's. */
+const signedDecisionFields = new Set(['envelope', 'signature', 'key']);
+
 /**
- * True when `value` has the shape of a signed decision: a string signature and an envelope whose
- * every field is a string (so `["alice"]` never passes for `alice`). Never throws. The workflow asks
+ * What keeps `value` from being a signed decision, or undefined when it is one: a string signature,
+ * an optional key chain, nothing else; an envelope with exactly the envelope's fields, each a string
+ * (so `["alice"]` never passes for `alice`, and nothing unsigned-for rides along), and a reason of at
+ * most `maxDecisionReasonLength` characters. Never throws.
+ */
+export function decisionShapeProblem(value: unknown): string | undefined {
+  if (!isRecord(value) || typeof value.signature !== 'string') return 'expected {envelope, signature}';
+  if (value.key !== undefined && !isRecord(value.key)) return 'its key chain is not an object';
+  const extra = Object.keys(value).filter((field) => !signedDecisionFields.has(field));
+  if (extra.length) return `it has fields a decision does not have: ${extra.slice(0, 5).join(', ')}`;
+  const envelope = value.envelope;
+  if (!isRecord(envelope)) return 'its envelope is not an object';
+  const missing = Object.keys(envelopeFields).filter((field) => typeof envelope[field] !== 'string');
+  if (missing.length) return `envelope fields that are not strings: ${missing.join(', ')}`;
+  const unknown = Object.keys(envelope).filter((field) => !Object.hasOwn(envelopeFields, field));
+  if (unknown.length) return `envelope fields a decision does not have: ${unknown.slice(0, 5).join(', ')}`;
+  const reason = envelope.reason as string;
+  if (reason.length > maxDecisionReasonLength) {
+    return `its reason is ${reason.length} characters; give one of at most ${maxDecisionReasonLength}`;
+  }
+  return undefined;
+}
+
+/**
+ * True when `value` has the shape of a signed decision (see `decisionShapeProblem`). The workflow asks
  * it before its round checks, so a malformed decision is `SIGNATURE_INVALID` whatever the round's state.
  */
 export function isSignedDecision(value: unknown): value is SignedDecision {
-  if (!isRecord(value) || typeof value.signature !== 'string') return false;
-  if (value.key !== undefined && !isRecord(value.key)) return false;
-  const envelope = value.envelope;
-  return (
-    isRecord(envelope) && Object.keys(envelopeFields).every((field) => typeof envelope[field] === 'string')
-  );
+  return decisionShapeProblem(value) === undefined;
 }
 
 /**
@@ -99,8 +121,10 @@ export function judgeDecision(input: {
   /** How a key chain is verified: `verifyKeyChain` unless given one with the same verdicts (the workflow's memoised one). */
   verifyChain?: typeof verifyKeyChain;
 }): DecisionJudgement {
-  const { decision, round } = input;
-  if (!isSignedDecision(decision)) return refused('SIGNATURE_INVALID', 'not a signed decision');
+  const { round } = input;
+  const problem = decisionShapeProblem(input.decision);
+  if (problem !== undefined) return refused('SIGNATURE_INVALID', `not a signed decision: ${problem}`);
+  const decision = input.decision as SignedDecision;
   const { envelope } = decision;
   const approver = ownValue(input.approvers, envelope.approver);
   if (!approver) return refused('APPROVER_UNKNOWN', 'no such approver');

@@ -17,7 +17,7 @@ import type { ApprovalRequirement } from '../shared/call-evaluation';
 import { digestOf } from '../shared/canonical-json';
 import type { DecisionRefusalCode } from '../shared/codes';
 import type { RoundEnding } from '../shared/notifications';
-import { isSignedDecision, judgeDecision } from '../shared/decision-rules';
+import { decisionShapeProblem, judgeDecision } from '../shared/decision-rules';
 import type {
   ApprovalState,
   ApprovalView,
@@ -511,8 +511,9 @@ export class CallApprovals {
   /** The update's validator: round state first, then the decision rules shared with the minter. */
   private validate(decision: SignedDecision): void {
     const round = this.round;
-    if (!isSignedDecision(decision)) {
-      throw this.refuse({ decision, code: 'SIGNATURE_INVALID', reason: 'not a signed decision' });
+    const problem = decisionShapeProblem(decision);
+    if (problem !== undefined) {
+      throw this.refuse({ decision, code: 'SIGNATURE_INVALID', reason: `not a signed decision: ${problem}` });
     }
     if (!round) {
       const last = this.call.state.approval;

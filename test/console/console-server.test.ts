@@ -326,6 +326,57 @@ describe('decisions relayed from the approver’s key', () => {
     await expectStillWaiting(pending.callId);
   });
 
+  it('refuses a denial reason over 2,000 characters before relaying it: the model never reads it', async () => {
+    const pending = await proposeRefund();
+    const alice = visitor('alice');
+    const long = await alice.envelope(harness, pending.callId, 'deny', { reason: 'x'.repeat(60 * 1024) });
+    const answer = await alice.decide(long);
+    expect(answer).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
+    expect(String(answer.body.message)).toContain('at most 2000');
+    await expectStillWaiting(pending.callId);
+    // Relayed past the console (as a raw client would), the workflow refuses it too.
+    expect(
+      await harness.admin.send({
+        callId: pending.callId,
+        decision: {
+          envelope: long,
+          signature: signValue({ kind: 'decision', value: long, privateKey: alice.privateKey }),
+        },
+      }),
+    ).toMatchObject({ accepted: false, code: 'SIGNATURE_INVALID' });
+    await expectStillWaiting(pending.callId);
+  });
+
+  it('refuses an envelope with extra fields, though the approver signed them, and stores nothing of it', async () => {
+    const pending = await proposeRefund();
+    const round = (await harness.admin.show(pending.callId))!.approval!;
+    const envelope = {
+      callId: pending.callId,
+      runId: round.runId,
+      nonce: round.nonce,
+      argsDigest: round.argsDigest,
+      previewDigest: round.previewDigest,
+      contractDigest: round.contractDigest,
+      decision: 'approve' as const,
+      approver: 'alice',
+      reason: 'fine',
+      issuedAt: new Date().toISOString(),
+      scope: 'all refunds of this customer',
+    };
+    const outcome = await harness.admin.send({
+      callId: pending.callId,
+      decision: {
+        envelope,
+        signature: signValue({ kind: 'decision', value: envelope, privateKey: harness.approverKey('alice') }),
+      },
+    });
+    expect(outcome).toMatchObject({ accepted: false, code: 'SIGNATURE_INVALID' });
+    expect(outcome.accepted ? '' : outcome.message).toContain('scope');
+    await expectStillWaiting(pending.callId);
+    const decisions = (await harness.admin.show(pending.callId))?.decisions ?? [];
+    expect(decisions.filter((decision) => decision.outcome === 'accepted')).toEqual([]);
+  });
+
   it('refuses self-approval (SELF_APPROVAL)', async () => {
     const pending = await proposeRefund();
     const carol = visitor('carol');

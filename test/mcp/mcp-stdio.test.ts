@@ -133,6 +133,12 @@ describe('toolgate mcp over stdio', () => {
         params: { name: 'get_order', arguments: { order_id: 'ORD-1001' } },
       });
       await Promise.all([answered(2), answered(3)]);
+      // A batch: each of its messages is answered on its own line, as over HTTP; an empty one is refused.
+      child.stdin.write(
+        `${JSON.stringify([4, 5].map((id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_order', arguments: { order_id: 'ORD-1002' } } })))}\n`,
+      );
+      child.stdin.write('[]\n');
+      await Promise.all([answered(4), answered(5), answered(null as unknown as number)]);
     } finally {
       child.stdin.end();
     }
@@ -141,12 +147,19 @@ describe('toolgate mcp over stdio', () => {
     const lines = stdout.split('\n');
     expect(lines.pop()).toBe(''); // every message ends with a newline
     const messages = lines.map(
-      (line) => JSON.parse(line) as { jsonrpc: string; id?: number; result?: unknown },
+      (line) => JSON.parse(line) as { jsonrpc: string; id?: number | null; result?: unknown },
     );
     for (const message of messages) expect(message.jsonrpc).toBe('2.0');
-    expect(messages.map((message) => message.id)).toEqual([1, 2, 3]);
-    expect(messages.every((message) => message.result !== undefined)).toBe(true);
-    expect(JSON.stringify(messages[2])).toContain('"code":"OK"');
+    expect(messages.map((message) => message.id).sort()).toEqual([1, 2, 3, 4, 5, null]);
+    const answers = messages.filter((message) => message.id !== null);
+    expect(answers.every((message) => message.result !== undefined)).toBe(true);
+    expect(messages.find((message) => message.id === null)).toMatchObject({
+      error: { code: -32600, message: 'Invalid Request: an empty batch' },
+    });
+    for (const id of [4, 5]) {
+      expect(JSON.stringify(messages.find((message) => message.id === id))).toContain('"code":"OK"');
+    }
+    expect(JSON.stringify(messages.find((message) => message.id === 3))).toContain('"code":"OK"');
     expect(stderr).toContain(`toolgate MCP server on stdio: caller support-bot, session ${session}`);
   });
 

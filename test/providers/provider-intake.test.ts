@@ -131,6 +131,47 @@ describe('OpenAI Responses', () => {
   });
 });
 
+describe('tool calls whose name or id is not a string', () => {
+  /** The audit records of a session, oldest first: every proposal leaves one. */
+  const recorded = (session: string) => harness.audit.recordsOfSession(session);
+
+  it('answers and audits every Responses function_call item, whatever its call_id, name or arguments', async () => {
+    const session = harness.newSession();
+    const { items, results } = await runOpenAIResponsesFunctionCalls({
+      client: harness.client,
+      session,
+      caller: 'support-bot',
+      output: [
+        { type: 'function_call', call_id: 7, name: 'get_order', arguments: '{"order_id":"ORD-1001"}' },
+        { type: 'function_call', call_id: 'fc_2', name: ['get_order'], arguments: '{}' },
+        { type: 'function_call', call_id: 'fc_3', name: 'get_order', arguments: { order_id: 'ORD-1002' } },
+      ],
+    });
+    expect(items.map((item) => item.call_id)).toEqual(['', 'fc_2', 'fc_3']);
+    expect(results.map((result) => result.code)).toEqual(['OK', 'UNKNOWN_TOOL', 'OK']);
+    await expect.poll(async () => (await recorded(session)).length).toBe(3);
+  });
+
+  it('answers and audits every Anthropic tool_use block, whatever its id or name', async () => {
+    const session = harness.newSession();
+    const { message, results } = await runAnthropicToolUses({
+      client: harness.client,
+      session,
+      caller: 'support-bot',
+      content: [
+        { type: 'tool_use', id: null, name: 'get_order', input: { order_id: 'ORD-1001' } },
+        { type: 'tool_use', id: 'toolu_2', name: 42, input: {} },
+      ],
+    });
+    expect(message.content.map((block) => [block.tool_use_id, block.is_error])).toEqual([
+      ['', false],
+      ['toolu_2', true],
+    ]);
+    expect(results.map((result) => result.code)).toEqual(['OK', 'UNKNOWN_TOOL']);
+    await expect.poll(async () => (await recorded(session)).length).toBe(2);
+  });
+});
+
 describe('Anthropic Messages', () => {
   it('answers tool_use blocks with tool_result blocks, is_error set except for OK and APPROVAL_PENDING', async () => {
     const tools = anthropicTools({ client: harness.client, caller: 'support-bot' });
