@@ -4,7 +4,7 @@ import { delimiter, join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { findChromium } from '../support/browser';
+import { findChromium } from '../support/chromium';
 
 // The lookup `launchBrowser` uses, against folders of stand-in binaries: no browser starts here.
 const root = mkdtempSync(join(tmpdir(), 'find-chromium-'));
@@ -55,8 +55,28 @@ describe('findChromium', () => {
     expect(missing).toEqual({ ok: false, reason: expect.stringContaining('CHROMIUM_PATH is') as unknown });
   });
 
+  it('falls back to Chrome on PATH', () => {
+    const chrome = folderWith('chrome', { 'google-chrome': 'executable' });
+    expect(findChromium({ env: { PATH: [empty, chrome].join(delimiter) } })).toEqual({
+      ok: true,
+      executablePath: join(chrome, 'google-chrome'),
+    });
+  });
+
+  it('looks in the usual Windows install folders when PATH has none', () => {
+    const programFiles = join(root, 'program-files');
+    const application = join(programFiles, 'Google', 'Chrome', 'Application');
+    mkdirSync(application, { recursive: true });
+    writeFileSync(join(application, 'chrome.exe'), '#!/bin/sh\n');
+    chmodSync(join(application, 'chrome.exe'), 0o755);
+    expect(findChromium({ env: { PATH: empty, PROGRAMFILES: programFiles }, platform: 'win32' })).toEqual({
+      ok: true,
+      executablePath: join(application, 'chrome.exe'),
+    });
+  });
+
   it("says how to install Debian's chromium when there is none", () => {
-    const lookup = findChromium({ env: { PATH: [empty, plain].join(delimiter) } });
+    const lookup = findChromium({ env: { PATH: [empty, plain].join(delimiter) }, platform: 'linux' });
     expect(lookup).toEqual({
       ok: false,
       reason: expect.stringContaining("install Debian's chromium package") as unknown,

@@ -1,52 +1,16 @@
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { inviteApprover } from 'toolgate';
+import { chromiumInstallHint, findChromium } from './chromium';
 import type { ToolGateHarness } from './toolgate-harness';
 
-/** The binary names Debian's chromium package (and some other distributions) put on PATH. */
-const chromiumNames = ['chromium', 'chromium-browser'] as const;
-
-const installHint =
-  "install Debian's chromium package (`apt-get install -y --no-install-recommends chromium`, which .ci/run " +
-  'does when no chromium is on PATH) or set CHROMIUM_PATH to a Chromium or Chrome binary';
-
-/** Where the system's Chromium is: CHROMIUM_PATH, else the first `chromium` or `chromium-browser` on PATH. */
-export type ChromiumLookup = { ok: true; executablePath: string } | { ok: false; reason: string };
-
 /**
- * Finds the system's Chromium without starting it: CHROMIUM_PATH when set (which must then be an
- * executable file; it never falls back to PATH), else `chromium` or `chromium-browser` on PATH, as
- * `which` would. Never downloads a browser.
- */
-export function findChromium(input: { env?: NodeJS.ProcessEnv } = {}): ChromiumLookup {
-  const env = input.env ?? process.env;
-  const configured = env.CHROMIUM_PATH;
-  if (configured !== undefined && configured !== '') {
-    return isExecutableFile(configured)
-      ? { ok: true, executablePath: configured }
-      : {
-          ok: false,
-          reason:
-            `CHROMIUM_PATH is ${configured}, which is not an executable file; point it at a Chromium ` +
-            'binary, or unset it to use chromium from PATH.',
-        };
-  }
-  const directories = (env.PATH ?? '').split(delimiter).filter((directory) => directory !== '');
-  for (const name of chromiumNames) {
-    for (const directory of directories) {
-      const candidate = join(directory, name);
-      if (isExecutableFile(candidate)) return { ok: true, executablePath: candidate };
-    }
-  }
-  return { ok: false, reason: `No chromium or chromium-browser on PATH; ${installHint}.` };
-}
-
-/**
- * Launches the system's Chromium headless through playwright-core (see `findChromium`), sandbox off
+ * Launches the system's Chromium headless through playwright-core (see `findChromium`; the test run's
+ * global setup installed it when it could), sandbox off
  * (CI containers run as root without user namespaces). Throws an error that says how to install
  * Chromium when none is found. The caller owns the browser and closes it (in `afterAll`).
  */
@@ -61,7 +25,9 @@ export async function launchBrowser(input: { args?: string[] } = {}): Promise<Br
       args: ['--no-sandbox', '--disable-dev-shm-usage', ...(input.args ?? [])],
     });
   } catch (error) {
-    throw new Error(`Chromium at ${lookup.executablePath} did not start; ${installHint}.`, { cause: error });
+    throw new Error(`Chromium at ${lookup.executablePath} did not start; ${chromiumInstallHint}.`, {
+      cause: error,
+    });
   }
 }
 
@@ -82,16 +48,6 @@ export async function saveScreenshot(input: { page: Page; name: string }): Promi
   const path = join(screenshotFolder, `${input.name}.png`);
   await input.page.screenshot({ path, fullPage: true });
   return path;
-}
-
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

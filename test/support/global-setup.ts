@@ -2,6 +2,7 @@ import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
+import { ensureChromium } from './chromium';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -12,6 +13,10 @@ declare module 'vitest' {
 
 /** Starts one in-memory Temporal dev server for the whole run with toolgate's namespace settings; the returned teardown stops it. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The browser tests' Chromium: the system's, installed now when it can be; else their one-line reason.
+  const chromium = ensureChromium({ log: (line) => process.stderr.write(`[chromium] ${line}\n`) });
+  if (chromium.ok) process.env.CHROMIUM_PATH = chromium.executablePath;
+  else process.stderr.write(`[chromium] the browser tests will fail: ${chromium.reason}\n`);
   const server = await startDevServer({
     projectRoot: project.config.root,
     headless: true,
