@@ -53,6 +53,7 @@ export type OrdersFaultSwitches = {
   lookupUnavailable: number;
   malformedResponse: number;
   concurrentRefund: number;
+  wrongReadBack: number;
 };
 
 /** The service answered with a refusal (a business rule, a conflict, a bad request): nothing was applied by this request. */
@@ -185,6 +186,8 @@ export type OrdersApiClient = {
     malformedResponse?: number;
     /** Just before the refund, another one takes the order's whole refundable balance. */
     concurrentRefund?: number;
+    /** A lookup of the key answers a refund of one cent more than was applied: a read-back that disagrees. */
+    wrongReadBack?: number;
   }): Promise<OrdersFaultSwitches>;
   /** Test helper: restores the seed orders and clears refunds and faults (only when the service runs with --test-mode). */
   reset(): Promise<void>;
@@ -253,6 +256,7 @@ const faultSwitchesSchema = z
     lookup_unavailable: z.int(),
     malformed_response: z.int(),
     concurrent_refund: z.int(),
+    wrong_read_back: z.int(),
   })
   .transform((body): OrdersFaultSwitches => ({
     loseResponseAfterCommit: body.lose_response_after_commit,
@@ -260,6 +264,7 @@ const faultSwitchesSchema = z
     lookupUnavailable: body.lookup_unavailable,
     malformedResponse: body.malformed_response,
     concurrentRefund: body.concurrent_refund,
+    wrongReadBack: body.wrong_read_back,
   }));
 
 const errorBodySchema = z.object({ code: z.string(), message: z.string() });
@@ -459,6 +464,7 @@ export function createOrdersApiClient({
       lookupUnavailable,
       malformedResponse,
       concurrentRefund,
+      wrongReadBack,
     }) {
       const raw = await send({
         method: 'POST',
@@ -470,6 +476,7 @@ export function createOrdersApiClient({
           lookup_unavailable: lookupUnavailable,
           malformed_response: malformedResponse,
           concurrent_refund: concurrentRefund,
+          wrong_read_back: wrongReadBack,
         },
       });
       return expectSuccess(raw, faultSwitchesSchema, 'POST /faults');

@@ -428,6 +428,7 @@ describe('orders service (real process over HTTP)', () => {
         lookupUnavailable: 1000,
         malformedResponse: 0,
         concurrentRefund: 0,
+        wrongReadBack: 0,
       });
       for (let attempt = 0; attempt < 5; attempt += 1) {
         await expectUnavailable(() => api.findRefundByKey({ idempotencyKey }));
@@ -458,6 +459,7 @@ describe('orders service (real process over HTTP)', () => {
         lookupUnavailable: 2,
         malformedResponse: 0,
         concurrentRefund: 0,
+        wrongReadBack: 0,
       });
     });
   });

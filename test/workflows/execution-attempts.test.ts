@@ -77,6 +77,23 @@ describe('the output contract (step 9)', () => {
     expect(await harness.orders.api.findRefundByKey({ idempotencyKey: callId })).not.toBeNull();
   });
 
+  it('reports a refund whose read-back disagrees as VERIFICATION_FAILED, applied (never none), tried once', async () => {
+    const callId = refundCallId();
+    await harness.orders.api.setFaults({ idempotencyKey: callId, wrongReadBack: 1 });
+    const result = await callRefund();
+    expect(result).toMatchObject({ ok: false, code: 'VERIFICATION_FAILED', effect: 'applied', callId });
+    expect(result.message).toContain('does not match what was asked');
+    expect(await attemptsOf(callId)).toBe(1);
+    // The refund did happen, once: the read-back was wrong, not the effect.
+    expect(await harness.orders.api.refundCount()).toBe(1);
+    expect(await harness.orders.api.findRefundByKey({ idempotencyKey: callId })).toMatchObject({
+      amountCents: 2590,
+    });
+    expect(await harness.audit.recordsOf(callId)).toEqual([
+      expect.objectContaining({ code: 'VERIFICATION_FAILED', effect: 'applied' }),
+    ]);
+  });
+
   it('reports a tool answer missing a required field as OUTPUT_CONTRACT_VIOLATION', async () => {
     const result = await harness.call({ caller: refunder, tool: 'missing_field', arguments: '{}' });
     expect(result).toMatchObject({ ok: false, code: 'OUTPUT_CONTRACT_VIOLATION', effect: 'none' });

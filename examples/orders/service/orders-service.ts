@@ -78,6 +78,7 @@ const faultBodySchema = z.strictObject({
   lookup_unavailable: faultCountSchema,
   malformed_response: faultCountSchema,
   concurrent_refund: faultCountSchema,
+  wrong_read_back: faultCountSchema,
 });
 
 /** A refusal a handler throws; `onError` answers it as `{code, message}` with its status. */
@@ -254,13 +255,11 @@ export function createOrdersServer({
   // Test mode only, in memory (a persisted database needs no new columns for them): each key's refund
   // requests, and the switches that change an answer rather than cause an outage.
   const refundRequestsByKey = new Map<string, number>();
-  const answerFaults = new Map<string, { malformedResponse: number; concurrentRefund: number }>();
-  const answerFaultsOf = (idempotencyKey: string) =>
-    answerFaults.get(idempotencyKey) ?? { malformedResponse: 0, concurrentRefund: 0 };
-  const consumeAnswerFault = (
-    idempotencyKey: string,
-    fault: 'malformedResponse' | 'concurrentRefund',
-  ): boolean => {
+  type AnswerFaults = { malformedResponse: number; concurrentRefund: number; wrongReadBack: number };
+  const answerFaults = new Map<string, AnswerFaults>();
+  const answerFaultsOf = (idempotencyKey: string): AnswerFaults =>
+    answerFaults.get(idempotencyKey) ?? { malformedResponse: 0, concurrentRefund: 0, wrongReadBack: 0 };
+  const consumeAnswerFault = (idempotencyKey: string, fault: keyof AnswerFaults): boolean => {
     const switches = answerFaults.get(idempotencyKey);
     if (!switches || switches[fault] === 0) return false;
     switches[fault]--;
@@ -428,6 +427,10 @@ export function createOrdersServer({
       );
     }
     const refund = database.findRefundByKey({ idempotencyKey });
+    if (refund && consumeAnswerFault(idempotencyKey, 'wrongReadBack')) {
+      // Test mode only: a read-back that disagrees with what was applied.
+      return c.json(refundBody({ ...refund, amountCents: refund.amountCents + 1 }));
+    }
     if (refund) return c.json(refundBody(refund));
     const refusal = database.findRefusalByKey({ idempotencyKey });
     if (refusal) return c.json(refusalBody(refusal));
@@ -468,6 +471,7 @@ export function createOrdersServer({
       const answers = {
         malformedResponse: body.malformed_response ?? current.malformedResponse,
         concurrentRefund: body.concurrent_refund ?? current.concurrentRefund,
+        wrongReadBack: body.wrong_read_back ?? current.wrongReadBack,
       };
       answerFaults.set(body.idempotency_key, answers);
       return c.json({
@@ -477,6 +481,7 @@ export function createOrdersServer({
         lookup_unavailable: switches.lookupUnavailable,
         malformed_response: answers.malformedResponse,
         concurrent_refund: answers.concurrentRefund,
+        wrong_read_back: answers.wrongReadBack,
       });
     });
     app.post('/admin/reset', (c) => {
