@@ -83,7 +83,8 @@ async function cleanUp(callId: string): Promise<void> {
 }
 
 describe('cancelling a call that waits for approval, attacked', () => {
-  it('fixed after review: an operator can sign a cancellation that the call records as its caller’s', async () => {
+  // The defect this once reproduced: an operator can sign a cancellation that the call records as its caller’s.
+  it("records a cancellation under the principal whose key signed it, never an operator's as its caller's", async () => {
     const pending = await proposeRefund({ amount_cents: 1_111 });
     // Olivia signs; `by` also names the caller, as an array so that it is not the caller's string.
     const forged = await signedCancellation({
@@ -103,7 +104,8 @@ describe('cancelling a call that waits for approval, attacked', () => {
     }
   });
 
-  it('fixed after review: a cancellation signed by an operator with an unprintable `by.caller` fails the workflow task', async () => {
+  // The defect this once reproduced: a cancellation signed by an operator with an unprintable `by.caller` fails the workflow task.
+  it('refuses a cancellation with an unprintable `by.caller` without failing the workflow task', async () => {
     const pending = await proposeRefund({ amount_cents: 1_222 });
     const poisoned = await signedCancellation({
       callId: pending.callId,
@@ -123,7 +125,8 @@ describe('cancelling a call that waits for approval, attacked', () => {
     }
   }, 60_000);
 
-  it('fixed after review: the approvers channel is never told a call was cancelled (its follow-up is dropped)', async () => {
+  // The defect this once reproduced: the approvers channel is never told a call was cancelled (its follow-up is dropped).
+  it('tells the approvers channel that a call was cancelled', async () => {
     const pending = await proposeRefund({ amount_cents: 1_333 });
     await expect
       .poll(() => receiver.of(pending.callId).map((received) => received.json.event), { timeout: 15_000 })
@@ -143,7 +146,8 @@ describe('cancelling a call that waits for approval, attacked', () => {
       .toContain('cancelled');
   }, 60_000);
 
-  it('fixed after review: `toolgate report` and the metrics count a call cancelled after one of two approvals as approved', async () => {
+  // The defect this once reproduced: `toolgate report` and the metrics count a call cancelled after one of two approvals as approved.
+  it('does not count a call cancelled after one of two approvals as approved in `toolgate report` and the metrics', async () => {
     // 20,000 cents on ORD-1003 is critical: a quorum of 2.
     const pending = await proposeRefund({ order_id: 'ORD-1003', amount_cents: 20_000 });
     expect(await decide(pending.callId, 'alice')).toMatchObject({ accepted: true, state: 'pending' });
@@ -165,12 +169,14 @@ describe('cancelling a call that waits for approval, attacked', () => {
     expect(report.approvals.approved.count).toBe(0);
   });
 
-  it('fixed after review: no recorded history of a cancelled call is replayed in CI (the new update and its path are unguarded)', () => {
+  // The defect this once reproduced: no recorded history of a cancelled call is replayed in CI (the new update and its path are unguarded).
+  it('replays a recorded history of a cancelled call in CI', () => {
     const histories = readdirSync(join(__dirname, '..', 'histories'));
     expect(histories.some((file) => /cancel/.test(file))).toBe(true);
   });
 
-  it('fixed after review: a forged cancellation sent with a raw Temporal client leaves no trace in the audit store', async () => {
+  // The defect this once reproduced: a forged cancellation sent with a raw Temporal client leaves no trace in the audit store.
+  it('audits a forged cancellation sent with a raw Temporal client', async () => {
     const pending = await proposeRefund({ amount_cents: 1_444 });
     const forged = await signedCancellation({
       callId: pending.callId,

@@ -45,7 +45,8 @@ describe('kill switch', () => {
       reason: `${action}: review`,
     });
 
-  it('fixed after review: a switch no operator signed (a controls run started with a crafted `carried`) is honoured and attributed to an operator', async () => {
+  // The defect this once reproduced: a switch no operator signed (a controls run started with a crafted `carried`) is honoured and attributed to an operator.
+  it('ignores a switch no operator signed (a controls run started with a crafted `carried`)', async () => {
     const controls = await harness.temporal.workflow.start('toolgateControls', {
       workflowId: controlsWorkflowId(harness.taskQueue),
       taskQueue: harness.taskQueue,
@@ -82,7 +83,8 @@ describe('kill switch', () => {
     }
   });
 
-  it('fixed after review: a write that needs no approval, evaluated just before a disable, executes after the operator was told the switch is off', async () => {
+  // The defect this once reproduced: a write that needs no approval, evaluated just before a disable, executes after the operator was told the switch is off.
+  it('stops a write that needs no approval, evaluated just before a disable, once the operator was told the switch is off', async () => {
     const before = await harness.orders.api.refundCount();
     gate.armed = true;
     gate.orderId = 'ORD-1002';
@@ -117,7 +119,8 @@ describe('kill switch', () => {
     expect(await harness.orders.api.refundCount()).toBe(before);
   });
 
-  it('fixed after review: once the controls run is terminated, the next change starts an empty run and every earlier switch is silently back on', async () => {
+  // The defect this once reproduced: once the controls run is terminated, the next change starts an empty run and every earlier switch is silently back on.
+  it('keeps every earlier switch off when the controls run is terminated and the next change starts a new run', async () => {
     expect(await flip('disable', 'refund_order')).toMatchObject({ accepted: true });
     await harness.temporal.workflow
       .getHandle(controlsWorkflowId(harness.taskQueue))
@@ -259,7 +262,8 @@ describe('limits across sessions', () => {
       ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
     });
 
-  it('fixed after review: a call limit on a read tool never binds (a successful read has effect none, so its reservation is released)', async () => {
+  // The defect this once reproduced: a call limit on a read tool never binds (a successful read has effect none, so its reservation is released).
+  it('binds a call limit on a read tool (a read that ran counts, though its effect is none)', async () => {
     const results: ToolResult[] = [];
     for (let index = 0; index < 3; index++) {
       results.push(
@@ -275,7 +279,8 @@ describe('limits across sessions', () => {
     expect(results[2]).toMatchObject({ code: 'POLICY_LIMIT' });
   });
 
-  it('fixed after review: two limits of one scope, tool and window share a counter, and the second is never checked', async () => {
+  // The defect this once reproduced: two limits of one scope, tool and window share a counter, and the second is never checked.
+  it('checks each of two limits of one scope, tool and window in a counter of its own', async () => {
     const refund = () =>
       harness.client.call({
         caller: 'cautious-bot',
@@ -315,7 +320,8 @@ describe('limits across sessions', () => {
     expect(await harness.orders.api.refundCount({ orderId: 'ORD-1003' })).toBe(1);
   });
 
-  it('fixed after review: a reservation taken in one counter leaks when a later counter fails (INTERNAL_ERROR, effect none, still counted)', async () => {
+  // The defect this once reproduced: a reservation taken in one counter leaks when a later counter fails (INTERNAL_ERROR, effect none, still counted).
+  it('gives back a reservation taken in one counter when a later counter fails (INTERNAL_ERROR, effect none, not counted)', async () => {
     // The 12-hour counter cannot answer (here: its id is taken by another workflow; in production any
     // failure that outlasts the reservation activity's retries).
     const squatter = await harness.temporal.workflow.start('toolgateControls', {
@@ -353,7 +359,8 @@ describe('limits across sessions', () => {
     }
   });
 
-  it('fixed after review: a write proposed again after an unknown effect counts twice for one refund', async () => {
+  // The defect this once reproduced: a write proposed again after an unknown effect counts twice for one refund.
+  it('counts a write proposed again after an unknown effect once for its one refund', async () => {
     const input = {
       caller: 'test-refunder',
       session: harness.newSession(),

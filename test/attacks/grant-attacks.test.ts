@@ -208,7 +208,8 @@ describe('standing grants under attack', () => {
     await revokeActive();
   });
 
-  it('fixed after review: a write proposed again under the same intentId with a larger amount reuses the use its first run kept, counted at the first amount, and the total cap is exceeded', async () => {
+  // The defect this once reproduced: a write proposed again under the same intentId with a larger amount reuses the use its first run kept, counted at the first amount, and the total cap is exceeded.
+  it('counts a write proposed again under the same intentId with a larger amount at its own amount, so the total cap holds', async () => {
     await accepted(grantBy(harness, { maxCalls: 3, maxAmount: 1_000 }));
     const intentId = `intent-${randomUUID()}`;
     const first = refundInput({ amount: 100, intentId });
@@ -227,7 +228,8 @@ describe('standing grants under attack', () => {
     expect(await appliedCents()).toBeLessThanOrEqual(1_000);
   });
 
-  it('fixed after review: the minter mints on a use the grants workflow counted at another amount (a raw useGrant of 0 cents under the call id)', async () => {
+  // The defect this once reproduced: the minter mints on a use the grants workflow counted at another amount (a raw useGrant of 0 cents under the call id).
+  it('refuses to mint on a use the grants workflow counted at another amount (a raw useGrant of 0 cents under the call id)', async () => {
     await accepted(grantBy(harness, { maxCalls: 2, maxAmount: 1_000, maxAmountPerCall: 1_000 }));
     const input = refundInput({ amount: 1_000 });
     const callId = harness.client.callIdOf(input);
@@ -247,7 +249,8 @@ describe('standing grants under attack', () => {
     expect(await appliedCents()).toBeLessThanOrEqual(1_000);
   });
 
-  it('fixed after review: a grant whose last use is held by a call in flight cannot be revoked (GRANT_NOT_ACTIVE), and when that call gives its use back the grant runs the next call', async () => {
+  // The defect this once reproduced: a grant whose last use is held by a call in flight cannot be revoked (GRANT_NOT_ACTIVE), and when that call gives its use back the grant runs the next call.
+  it('revokes a grant whose last use is held by a call in flight, so a use given back never brings it back', async () => {
     const signed = await accepted(grantBy(harness, { maxCalls: 1 }));
     const input = refundInput({ orderId: 'ORD-1002', amount: 500 });
     // The call takes the use, then its refund waits at the gate; the service will then be down for it.
@@ -273,7 +276,8 @@ describe('standing grants under attack', () => {
     expect(await applied()).toBe(0);
   });
 
-  it('fixed after review: a later run of a write gives back the use its earlier run kept after an effect that was applied but unknown, and the grant runs one call more than it allows', async () => {
+  // The defect this once reproduced: a later run of a write gives back the use its earlier run kept after an effect that was applied but unknown, and the grant runs one call more than it allows.
+  it('never gives back, from a later run of a write, the use an earlier run kept after a possibly applied effect: the grant runs no more calls than it allows', async () => {
     const flip = (action: 'disable' | 'enable') =>
       setToolSwitch({
         client: harness.temporal,
@@ -316,7 +320,8 @@ describe('standing grants under attack', () => {
     expect(await applied()).toBe(2);
   });
 
-  it("fixed after review: a grant for a tool outside the caller's allowlist, or above the caller's approval ceiling, is accepted", async () => {
+  // The defect this once reproduced: a grant for a tool outside the caller's allowlist, or above the caller's approval ceiling, is accepted.
+  it("refuses a grant for a tool outside the caller's allowlist, or above the caller's approval ceiling", async () => {
     const outsideAllowlist = await add(grantBy(harness, { caller: 'readonly-bot' }));
     const aboveCeiling = await add(
       grantBy(harness, { caller: 'cautious-bot', maxLevel: 'critical' }, ['alice', 'dave']),
@@ -690,7 +695,8 @@ describe('standing grants under attack', () => {
     expect(await applied()).toBe(0);
   });
 
-  it('fixed after review: a grant signed for one deployment (task queue) is accepted by another that trusts the same approvers, even after it was revoked on the first', async () => {
+  // The defect this once reproduced: a grant signed for one deployment (task queue) is accepted by another that trusts the same approvers, even after it was revoked on the first.
+  it('refuses a grant signed for another deployment (task queue) that trusts the same approvers', async () => {
     const signed = await accepted(grantBy(harness, { maxCalls: 1 }));
     expect(
       codeOf(
@@ -731,7 +737,8 @@ describe("standing grants' audit events", () => {
 
   afterEach(revokeActive);
 
-  it("fixed after review: a grant whose id is another grant's next use event id (`<grantId>:1`) suppresses that use's audit event, and a new run of the grants workflow forgets the use", async () => {
+  // The defect this once reproduced: a grant whose id is another grant's next use event id (`<grantId>:1`) suppresses that use's audit event, and a new run of the grants workflow forgets the use.
+  it("audits every use whatever the grant ids (no id can take another grant's use event id), and a new run of the grants workflow keeps the use", async () => {
     const victim = grantBy(harness, { maxCalls: 1 });
     // carol operates support-bot and may grant it nothing; she signs a grant for another caller.
     const squatter = grantBy(harness, { caller: 'cautious-bot' }, ['carol']);
@@ -760,7 +767,8 @@ describe("standing grants' audit events", () => {
     expect(await applied()).toBe(1);
   });
 
-  it("fixed after review: a grant refused once through addGrant is refused again with the same answer once it holds (Temporal's cached result for the update id `grant:<id>`): sent before its second approver signed, or burnt by anyone who saw the file with an unsigned attempt", async () => {
+  // The defect this once reproduced: a grant refused once through addGrant is refused again with the same answer once it holds (Temporal's cached result for the update id `grant:<id>`): sent before its second approver signed, or burnt by anyone who saw the file with an unsigned attempt.
+  it('judges a grant again once it holds after an earlier refusal (sent before its second approver signed, or burnt by an unsigned attempt)', async () => {
     // alice submits a critical grant before dave signs: QUORUM_NOT_MET; dave signs and submits it.
     const early = grantBy(harness, { maxLevel: 'critical', maxCalls: 1 }, ['alice']);
     expect(codeOf(await add(early))).toBe('QUORUM_NOT_MET');

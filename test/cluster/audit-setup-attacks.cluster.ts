@@ -99,7 +99,8 @@ describe('`toolgate audit init` and setup.sh, attacked', () => {
     return 'powerless';
   }
 
-  it('fixed after review: audit init accepts writer roles that can still drop the guards (a member of the owner, a superuser, the database owner)', async () => {
+  // The defect this once reproduced: audit init accepts writer roles that can still drop the guards (a member of the owner, a superuser, the database owner).
+  it('refuses in audit init writer roles that could drop the guards (a member of the owner, a superuser, the database owner)', async () => {
     const outcomes: Record<string, string> = {};
 
     const member = await freshRoles();
@@ -135,7 +136,8 @@ describe('`toolgate audit init` and setup.sh, attacked', () => {
     ).toEqual([]);
   });
 
-  it("defect: a schema and search_path the earlier deployment's role planted survive setup.sh and audit init, so the workers' records land in tables that role can empty", async () => {
+  // The defect this once reproduced: a schema and search_path the earlier deployment's role planted survive setup.sh and audit init, so the workers' records land in tables that role can empty.
+  it("clears a schema and search_path an earlier deployment's role planted, so the workers' records never land in tables that role can empty", async () => {
     const projectRoot = resolve(__dirname, '..', '..');
     const binaries = await resolveTemporalServerBinaries({ projectRoot, log: () => undefined });
     const { owner, writer, database } = await freshRoles();
