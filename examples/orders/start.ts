@@ -9,13 +9,17 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import type { KeyObject } from 'node:crypto';
 import type { LoadedPolicy, PayloadEncryptionKey } from 'toolgate';
 import {
   codecKeysEnvironmentVariable,
   defaultTaskQueue,
   formatCodecKeys,
   generateKeyPairFiles,
+  inviteApprover,
   keyPaths,
+  listApproverKeys,
   loadConfig,
   prepareNamespace,
   readPrivateKey,
@@ -31,6 +35,8 @@ import { startDevServer } from 'toolgate/testing';
 import { startOrdersProcess } from './service/orders-process';
 
 const projectRoot = resolve(__dirname, '..', '..');
+/** Where npm start keeps its state: `.toolgate/` unless TOOLGATE_STATE names another folder (toolgate.config.ts reads it too). */
+const stateDirectory = resolve(projectRoot, process.env.TOOLGATE_STATE ?? '.toolgate');
 const log = (line: string): void => {
   process.stderr.write(`[start] ${line}\n`);
 };
@@ -43,7 +49,7 @@ async function main(): Promise<void> {
     projectRoot,
     port: temporalPort,
     uiPort,
-    databaseFile: '.toolgate/temporal.sqlite',
+    databaseFile: join(stateDirectory, 'temporal.sqlite'),
     log,
   });
   const stops: (() => Promise<unknown>)[] = [() => server.stop()];
@@ -82,7 +88,7 @@ async function main(): Promise<void> {
       // No fault switches and no reset: nobody who reaches the port may arm faults or wipe the data.
       testMode: false,
       port: ordersPort,
-      databasePath: resolve(projectRoot, '.toolgate/orders.sqlite'),
+      databasePath: join(stateDirectory, 'orders.sqlite'),
       minterPublicKeyPath: minterKeys.publicKey,
     });
     stops.push(() => orders.stop());
@@ -103,16 +109,17 @@ async function main(): Promise<void> {
     const mcpPort = Number(process.env.MCP_PORT ?? config.mcp.port ?? 4200);
     const mcpConnection = await Connection.connect({ address: server.address });
     stops.push(() => mcpConnection.close());
+    const temporal = temporalClientOn({
+      connection: mcpConnection,
+      settings: {
+        namespace: server.namespace,
+        dataConverter: resolveTemporalConnection({ config, env: withoutTransportSecurity(process.env) })
+          .dataConverter,
+      },
+    });
     const mcp = await startMcpHttpServer({
       client: new ToolGateClient({
-        client: temporalClientOn({
-          connection: mcpConnection,
-          settings: {
-            namespace: server.namespace,
-            dataConverter: resolveTemporalConnection({ config, env: withoutTransportSecurity(process.env) })
-              .dataConverter,
-          },
-        }),
+        client: temporal,
         tools: config.tools,
         taskQueue: defaultTaskQueue,
         policy,
@@ -137,7 +144,7 @@ async function main(): Promise<void> {
     const approvals = await startConsoleProcess({
       plan: consoleProcessPlan({
         policy,
-        directory: resolve(projectRoot, '.toolgate/console'),
+        directory: join(stateDirectory, 'console'),
         temporal: { address: server.address, namespace: server.namespace, taskQueue: defaultTaskQueue },
         // A PostgreSQL audit store (TOOLGATE_AUDIT_URL or the config's auditUrl) is handed over as is.
         ...(auditUrl ? { auditUrl } : { auditPath: config.auditPath }),
@@ -161,6 +168,18 @@ async function main(): Promise<void> {
     if (mcpToken?.created)
       log(`created a development MCP token for ${mcpCaller}: ${relative(projectRoot, mcpToken.path)}`);
     const address = server.address === '127.0.0.1:7233' ? '' : ` --address ${server.address}`;
+    const enrolment = operator
+      ? await enrolmentLinks({
+          temporal,
+          policy,
+          operator,
+          keysDirectory: config.keysDirectory,
+          consoleUrl: approvals.url,
+        })
+      : [];
+    const call = (tool: string, args: Record<string, unknown>) =>
+      `  npm run toolgate -- call${address} --caller support-bot --tool ${tool} --args '${JSON.stringify(args)}'`;
+    const refund = { order_id: 'ORD-1001', amount_cents: 2590, currency: 'BRL', reason: 'damaged' };
     process.stdout.write(
       [
         '',
@@ -180,13 +199,22 @@ async function main(): Promise<void> {
               `  MCP token:       none (no ${mcpCaller} in this policy): npm run toolgate -- mcp token --caller NAME`,
             ]),
         '',
+        ...(enrolment.length
+          ? [
+              'Enrol this browser as an approver: open a link, click once (each works once, for 24 hours):',
+              ...enrolment.map((line) => `  ${line}`),
+            ]
+          : [
+              'To approve from the browser, name an operator in the policy ("operators"), then invite an approver:',
+              `  npm run toolgate -- approvers invite alice --as OPERATOR${address} --console-url ${approvals.url}`,
+            ]),
+        '',
         'Try, in another terminal:',
-        `  npm run toolgate -- call${address} --caller support-bot --tool get_order --args '{"order_id":"ORD-1001"}'`,
-        `  npm run toolgate -- call${address} --caller support-bot --tool refund_order --args '{"order_id":"ORD-1001","amount_cents":25.9,"currency":"BRL","reason":"damaged"}'`,
-        operator
-          ? 'Invite an approver to enrol this browser (open the printed link), then approve in the console:'
-          : 'To approve from the browser, name an operator in the policy ("operators"), then invite an approver:',
-        `  npm run toolgate -- approvers invite alice --as ${operator ?? 'OPERATOR'}${address} --console-url ${approvals.url}`,
+        call('get_order', { order_id: 'ORD-1001' }),
+        `${call('refund_order', { ...refund, amount_cents: 25.9 })}   # INVALID_ARGUMENTS: cents are integers`,
+        `${call('refund_order', refund)}   # APPROVAL_PENDING`,
+        `Approve it in the console (${approvals.url}), then:`,
+        `  npm run toolgate -- status${address} <call id> --wait   # OK, effect applied`,
         ...(mcpToken
           ? [
               'Or connect an MCP client, e.g. Claude Code:',
@@ -194,7 +222,7 @@ async function main(): Promise<void> {
             ]
           : []),
         '',
-        'Ctrl-C stops everything; the server state stays in .toolgate/.',
+        `Ctrl-C stops everything; the server state stays in ${relative(projectRoot, stateDirectory) || '.'}/.`,
         '',
       ].join('\n'),
     );
@@ -203,6 +231,52 @@ async function main(): Promise<void> {
   } finally {
     await stopAll();
   }
+}
+
+/**
+ * One line per approver of the policy: a fresh one-time enrolment link (signed by `operator`'s
+ * development key, valid 24 hours) for an approver with no enrolled key yet, else how to invite
+ * another. Development only: the operator's private key is a plain file in the keys folder.
+ */
+async function enrolmentLinks(input: {
+  temporal: Client;
+  policy: LoadedPolicy;
+  operator: string;
+  keysDirectory: string;
+  consoleUrl: string;
+}): Promise<string[]> {
+  const { temporal, operator } = input;
+  let operatorKey: KeyObject;
+  try {
+    operatorKey = readPrivateKey(
+      keyPaths({ directory: input.keysDirectory, owner: { kind: 'operator', name: operator } }).privateKey,
+    );
+  } catch {
+    return [];
+  }
+  const { keys } = await listApproverKeys({ client: temporal, taskQueue: defaultTaskQueue });
+  const width = Math.max(...Object.keys(input.policy.approvers).map((name) => name.length));
+  const lines: string[] = [];
+  for (const approver of Object.keys(input.policy.approvers)) {
+    const label = `${approver}:`.padEnd(width + 2);
+    const enrolled = keys.filter((key) => key.approver === approver && !key.revoked).length;
+    if (enrolled > 0) {
+      lines.push(
+        `${label}enrolled (${enrolled} key${enrolled === 1 ? '' : 's'}); another device: npm run toolgate -- approvers invite ${approver} --as ${operator} --console-url ${input.consoleUrl}`,
+      );
+      continue;
+    }
+    const invite = await inviteApprover({
+      client: temporal,
+      taskQueue: defaultTaskQueue,
+      approver,
+      operator,
+      operatorKey,
+      consoleUrl: input.consoleUrl,
+    });
+    lines.push(invite.outcome.accepted ? `${label}${invite.link}` : `${label}no link (${invite.outcome.code})`);
+  }
+  return lines;
 }
 
 /** A caller's development key from the keys folder, or undefined (its calls are then UNAUTHENTICATED_CALLER). */
