@@ -274,7 +274,9 @@ async function enrolmentLinks(input: {
       operatorKey,
       consoleUrl: input.consoleUrl,
     });
-    lines.push(invite.outcome.accepted ? `${label}${invite.link}` : `${label}no link (${invite.outcome.code})`);
+    lines.push(
+      invite.outcome.accepted ? `${label}${invite.link}` : `${label}no link (${invite.outcome.code})`,
+    );
   }
   return lines;
 }
