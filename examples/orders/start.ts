@@ -168,6 +168,9 @@ async function main(): Promise<void> {
     if (mcpToken?.created)
       log(`created a development MCP token for ${mcpCaller}: ${relative(projectRoot, mcpToken.path)}`);
     const address = server.address === '127.0.0.1:7233' ? '' : ` --address ${server.address}`;
+    // The worker polls from here on: the key registry answers the enrolment links below through it.
+    // The SDK stops it on SIGINT/SIGTERM by itself; then the rest is stopped.
+    const running = started.run();
     const enrolment = operator
       ? await enrolmentLinks({
           temporal,
@@ -175,7 +178,9 @@ async function main(): Promise<void> {
           operator,
           keysDirectory: config.keysDirectory,
           consoleUrl: approvals.url,
-        })
+        }).catch((error: unknown) => [
+          `no links (${String(error)}): npm run toolgate -- approvers invite NAME --as ${operator}`,
+        ])
       : [];
     const call = (tool: string, args: Record<string, unknown>) =>
       `  npm run toolgate -- call${address} --caller support-bot --tool ${tool} --args '${JSON.stringify(args)}'`;
@@ -226,8 +231,7 @@ async function main(): Promise<void> {
         '',
       ].join('\n'),
     );
-    // The worker stops on SIGINT/SIGTERM by itself (the SDK's shutdown signals), then we stop the rest.
-    await started.run();
+    await running;
   } finally {
     await stopAll();
   }
