@@ -3,6 +3,7 @@ import { QueryNotRegisteredError } from '@temporalio/client';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
 import type { CallState, DecisionAttempt } from '../shared/temporal';
 import { callStateQuery, searchAttributes } from '../shared/temporal';
+import { isCallId } from '../shared/proposal';
 
 /*
  * What the console's pages show, read from Temporal (pending calls, a call's state) and the audit
@@ -117,15 +118,12 @@ export async function pendingCalls(input: {
   return { entries, matching: matching.length, complete };
 }
 
-// A call's workflow id is its call id, `tc-` and 64 hex digits (deriveCallId); nothing else is a call.
-const callIdPattern = /^tc-[0-9a-f]{64}$/;
-
 /**
  * A call's state, or null when there is no such call: an id that is not a call id (the key registry's,
  * a session's) or a workflow without the call's state query is no call, never a server error.
  */
 export async function callState(input: { client: Client; callId: string }): Promise<CallState | null> {
-  if (!callIdPattern.test(input.callId)) return null;
+  if (!isCallId(input.callId)) return null;
   try {
     return await input.client.workflow.getHandle(input.callId).query(callStateQuery);
   } catch (error) {

@@ -5,6 +5,7 @@ import {
   capProposal,
   deriveCallId,
   jsonNestingDepth,
+  isCallId,
   maxArgumentsBytes,
   maxArgumentsDepth,
   parseArguments,
@@ -33,7 +34,20 @@ describe('call ids', () => {
     const expected = createHash('sha256')
       .update(JSON.stringify(['support-bot', 'refund_order', 'session:s1', { amount_cents: 2590 }]))
       .digest('hex');
-    expect(deriveCallId({ proposal })).toBe(`tc-${expected}`);
+    expect(deriveCallId({ proposal })).toBe(`tc-refund_order-${expected}`);
+  });
+
+  it("names the tool in the call id only when the name has a tool name's shape", () => {
+    const named = deriveCallId({ proposal: capProposal({ ...base, arguments: '{}' }) });
+    expect(named).toMatch(/^tc-refund_order-[0-9a-f]{64}$/);
+    expect(isCallId(named)).toBe(true);
+    const odd = deriveCallId({
+      proposal: capProposal({ ...base, tool: 'refund order; drop', arguments: '{}' }),
+    });
+    expect(odd).toMatch(/^tc-(?:\w+-)?[0-9a-f]{64}$/);
+    expect(isCallId(odd)).toBe(true);
+    expect(isCallId('tc-refund order-' + '0'.repeat(64))).toBe(false);
+    expect(isCallId('tc-refund_order-' + '0'.repeat(63))).toBe(false);
   });
 
   it('gives one call id to arguments that differ only in whitespace and key order', () => {
@@ -82,7 +96,7 @@ describe('call ids', () => {
     const expected = createHash('sha256')
       .update(JSON.stringify(['support-bot', 'refund_order', 'intent:confirm-9']))
       .digest('hex');
-    expect(deriveCallId({ proposal: first })).toBe(`tc-${expected}`);
+    expect(deriveCallId({ proposal: first })).toBe(`tc-${first.tool}-${expected}`);
   });
 
   it('keys unparseable arguments by their raw text', () => {
@@ -139,7 +153,7 @@ describe('nesting depth', () => {
     const text = `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`;
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(maxArgumentsBytes);
     const fromText = capProposal({ ...base, arguments: text });
-    expect(deriveCallId({ proposal: fromText })).toMatch(/^tc-[0-9a-f]{64}$/);
+    expect(deriveCallId({ proposal: fromText })).toMatch(/^tc-(?:\w+-)?[0-9a-f]{64}$/);
     expect(proposalArgumentsDigest(fromText)).toMatch(/^[0-9a-f]{64}$/);
 
     let value: unknown = 1;
@@ -147,7 +161,7 @@ describe('nesting depth', () => {
     const fromObject = capProposal({ ...base, arguments: { a: value } });
     expect(fromObject.rawArguments).toBe('');
     expect(fromObject.argumentsUnreadable).toContain(`more than ${maxArgumentsDepth} levels`);
-    expect(deriveCallId({ proposal: fromObject })).toMatch(/^tc-[0-9a-f]{64}$/);
+    expect(deriveCallId({ proposal: fromObject })).toMatch(/^tc-(?:\w+-)?[0-9a-f]{64}$/);
   });
 
   it('refuses an object that shares references past what the byte cap holds, at once', () => {

@@ -230,7 +230,9 @@ export function keyArguments(input: {
 
 /**
  * The call id: the workflow ID and the idempotency key of every attempt. The same proposal,
- * whatever its whitespace or key order, always yields the same id.
+ * whatever its whitespace or key order, always yields the same id: `tc-<tool>-<sha256>`, so the
+ * Temporal UI's list tells a refund from a read. The tool's name is in it only when it has a tool
+ * name's shape (what `defineTool` accepts); any other text the model sent as a name gives `tc-<sha256>`.
  */
 export function deriveCallId(input: {
   proposal: Proposal;
@@ -241,12 +243,20 @@ export function deriveCallId(input: {
     proposal.intentId !== undefined
       ? [proposal.caller, proposal.tool, `intent:${proposal.intentId}`]
       : [proposal.caller, proposal.tool, `session:${proposal.session}`, keyArguments(input)];
-  return `tc-${sha256Hex(canonicalJson(key))}`;
+  const readable = callIdToolPattern.test(proposal.tool) ? `${proposal.tool}-` : '';
+  return `tc-${readable}${sha256Hex(canonicalJson(key))}`;
 }
 
-/** True when `text` has the shape of a call id (`tc-` and 64 hex digits); anything else names no call. */
+/** A tool name as `defineTool` accepts it: what may show in a call id. */
+const callIdToolPattern = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+const callIdPattern = /^tc-(?:[a-zA-Z][a-zA-Z0-9_-]{0,63}-)?[0-9a-f]{64}$/;
+
+/**
+ * True when `text` has the shape of a call id (`tc-`, maybe a tool's name and `-`, and 64 hex
+ * digits; ids made before the name was added have none); anything else names no call.
+ */
 export function isCallId(text: string): boolean {
-  return /^tc-[0-9a-f]{64}$/.test(text);
+  return callIdPattern.test(text);
 }
 
 /** Digest of what the proposal asks for (all arguments), used to refuse an `intentId` reused with other arguments. */

@@ -23,7 +23,7 @@ const deepRefundText = (depth: number) =>
 /** Expects a rejection that reached no backend, changed nothing, and was audited once. */
 async function expectHarmlessRejection(result: ToolResult, code: string, requestsBefore: number) {
   expect(result).toMatchObject({ ok: false, code, effect: 'none' });
-  expect(result.callId).toMatch(/^tc-[0-9a-f]{64}$/);
+  expect(result.callId).toMatch(/^tc-(?:[a-zA-Z][\w-]*-)?[0-9a-f]{64}$/);
   expect(await harness.orders.api.businessRequestCount()).toBe(requestsBefore);
   expect(await harness.orders.api.refundCount()).toBe(0);
   expect(await harness.audit.recordsOf(result.callId)).toEqual([
