@@ -8,7 +8,7 @@ let harness: ToolGateHarness;
 
 useHarness((started) => (harness = started));
 
-/** The tests' workflows retry an execution this many times in all (test/support/test-workflows.ts). */
+/** The tests' workflows retry an execution this many times in all (`retry` in test/support/toolgate-harness.ts). */
 const maximumAttempts = 3;
 const refunder = 'test-refunder';
 let session = '';
