@@ -1,4 +1,4 @@
-// Lint rules from STYLE.md habit 10; `npm run lint` also runs tsc and prettier.
+// Lint rules of the house style (docs/style.md, "What the lint rules enforce"); `npm run lint` also runs tsc and prettier.
 import { builtinModules } from 'node:module';
 
 import js from '@eslint/js';

@@ -40,7 +40,7 @@ export interface EvaluationContext {
 }
 
 /**
- * Steps 1 to 5 of DESIGN.md's pipeline for one proposal, in the worker: the signature, the tool and
+ * Steps 1 to 5 of docs/design.md's pipeline for one proposal, in the worker: the signature, the tool and
  * the caller's allowlist, the call id, parsing, the schema, the risk level and the caller's policy.
  * Pure apart from reading the context; the call workflow records its answer and runs on it.
  */

@@ -25,7 +25,7 @@ export const admissionTicketLifetimeMs = 120_000;
 export const admissionClockSkewMs = 5_000;
 
 /**
- * Admission tickets bind a call to its session's admission (DESIGN.md, step 1): the session asks the
+ * Admission tickets bind a call to its session's admission (docs/design.md, step 1): the session asks the
  * worker to sign one for each proposal it admits, the client starts the call with it, and the worker
  * that evaluates the call checks it. A harness holding the caller's key can start a call workflow
  * directly, but cannot make a ticket, so its call never runs (`SESSION_REQUIRED`). Signed with the

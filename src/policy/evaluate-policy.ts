@@ -21,7 +21,7 @@ export function isToolAllowed(input: { callerPolicy: CallerPolicy | null; tool: 
 }
 
 /**
- * Classifies a validated call and applies the caller's policy, in DESIGN.md's order: per-tool
+ * Classifies a validated call and applies the caller's policy, in docs/design.md's order: per-tool
  * limits, then the highest level this caller may have approved, then autonomy. Pure.
  */
 export function evaluatePolicy(input: {

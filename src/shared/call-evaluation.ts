@@ -1,5 +1,5 @@
 /**
- * What the worker's contract evaluation answers for one proposal (DESIGN.md steps 1 to 5), recorded in
+ * What the worker's contract evaluation answers for one proposal (docs/design.md steps 1 to 5), recorded in
  * the call's history by one local activity. The call workflow orchestrates on this record and never
  * runs tool code itself, so a deploy that changes a schema or a risk function cannot change what a
  * waiting call does on replay. Types only; shared by the workflow and the worker.

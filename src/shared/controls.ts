@@ -1,7 +1,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /*
- * The kill switch (DESIGN.md step 1): an operator disables a tool for everyone, or for one caller,
+ * The kill switch (docs/design.md step 1): an operator disables a tool for everyone, or for one caller,
  * fleet-wide and durably. The state lives in one workflow per task queue, `toolgate-controls:<queue>`;
  * every change is signed by an operator of the policy (kind `tool-switch`), checked by the worker
  * against its policy, and audited.

@@ -4,7 +4,7 @@ import { riskRank } from '../tools/risk-levels';
 import type { KeyChain } from './approver-keys';
 
 /*
- * Bounded standing approvals (DESIGN.md step 7): approvers sign a grant, "caller X may run tool Y
+ * Bounded standing approvals (docs/design.md step 7): approvers sign a grant, "caller X may run tool Y
  * without asking, up to N calls and M in total (the tool's declared `amount`), each at most K, until
  * T, at risk levels up to L". A call the grant covers runs without waiting and records the grant it
  * used; a call outside it waits for a human as before. The grants of a task queue live in one

@@ -1,7 +1,7 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 
 /*
- * Limits across sessions (DESIGN.md step 5): per caller and tool, or for the whole deployment, at most
+ * Limits across sessions (docs/design.md step 5): per caller and tool, or for the whole deployment, at most
  * N calls and M in amount (the tool's declared `amount`) within a rolling window. Each limit is counted
  * by a workflow of its own, which admits and reserves in one update, so any number of sessions calling
  * at once can never pass it; a call that ends without an effect releases its reservation.

@@ -197,7 +197,7 @@ export interface ToolGateSinks extends Sinks {
   };
 }
 
-/** Search attributes every call carries (DESIGN.md); registered on the namespace at start. */
+/** Search attributes every call carries (docs/design.md); registered on the namespace at start. */
 export const searchAttributes = {
   toolName: defineSearchAttributeKey('ToolName', SearchAttributeType.KEYWORD),
   caller: defineSearchAttributeKey('Caller', SearchAttributeType.KEYWORD),

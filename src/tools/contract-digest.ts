@@ -5,7 +5,7 @@ import { authoredRiskSourceOf } from './define-tool';
 import { markUnrepresentable } from './unrepresentable-types';
 
 /*
- * The digest an approval binds (DESIGN.md, Approval: a decision's `contractDigest`): what would run
+ * The digest an approval binds (docs/design.md, Approval: a decision's `contractDigest`): what would run
  * when the call runs, and nothing a model only reads. It changes when the input or output schema
  * changes what it accepts, when the effect, the domain codes or the idempotency fields change, when
  * the source of the resource or summary function changes, and when the risk function changes (a risk

@@ -184,7 +184,7 @@ class ApprovalRound {
 }
 
 /**
- * A call's human approval (DESIGN.md step 7): rounds, each bound to the run, a nonce and the digests
+ * A call's human approval (docs/design.md step 7): rounds, each bound to the run, a nonce and the digests
  * of the arguments, of the preview the approvers read and of the tool's contract; the decision
  * validator; quorum, denial and expiry; and a new round when the world changed while the call waited
  * (the re-checked preview differs from the approved one, or a deploy changed the tool's contract: the

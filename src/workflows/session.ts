@@ -347,7 +347,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   }
 
   /**
-   * Audits a refusal like every other (DESIGN.md, step 0), through the worker's sink: no command,
+   * Audits a refusal like every other (docs/design.md, step 0), through the worker's sink: no command,
    * so recorded histories replay unchanged, and a replay writes nothing (`callDuringReplay: false`).
    * Not a durable step, and it need not be: the worker calls the sink before it completes the
    * workflow task that decides the admission, so a crash before the write fails that task and its

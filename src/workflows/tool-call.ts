@@ -93,7 +93,7 @@ const maxSwitchReads = 20;
 type Step<T> = { ok: true; value: T } | { ok: false; result: ToolResult };
 
 /**
- * The workflow every proposed call runs as: DESIGN.md's pipeline, step by step. The worker evaluates
+ * The workflow every proposed call runs as: docs/design.md's pipeline, step by step. The worker evaluates
  * the proposal against the contracts and the policy (steps 1 to 5) in one recorded local activity; the
  * workflow runs no tool code, so a contract deploy cannot change a waiting call on replay. Nothing
  * reaches a backend before the business checks and nothing changes the world before execution. A

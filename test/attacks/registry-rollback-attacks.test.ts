@@ -21,7 +21,7 @@ import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
 // The approver-key registry is a workflow: whoever holds a raw Temporal client (the forger of
-// DESIGN.md's Approval section) can reset it to before a revocation, or terminate it and replay the
+// docs/design.md's Approval section) can reset it to before a revocation, or terminate it and replay the
 // public, operator-signed invites into a fresh run. The audit store, append-only, remembers what the
 // registry forgets: the key lookups and the registry's own handlers consult it. Each attack asserts
 // its refusal code and the orders service's count of applied refunds.

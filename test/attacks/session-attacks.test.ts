@@ -359,7 +359,7 @@ describe('proposals to an ended session', () => {
   });
 
   // A harness holding the caller's key starts a call workflow directly, skipping its session: the
-  // worker asks the session whether it admitted the proposal for this call (DESIGN.md step 1).
+  // worker asks the session whether it admitted the proposal for this call (docs/design.md step 1).
   it('never runs a signed refund sent straight to its call, past its ended session: SESSION_REQUIRED', async () => {
     const session = harness.newSession();
     expect((await read(session, 'test-refunder')).ok).toBe(true);

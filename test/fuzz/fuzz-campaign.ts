@@ -379,7 +379,7 @@ export async function runFuzzCampaign(input: FuzzCampaignInput): Promise<FuzzRep
   return report;
 }
 
-/** What in one answer breaks the ToolResult contract (DESIGN.md, "The path of a call"). */
+/** What in one answer breaks the ToolResult contract (docs/design.md, "The pipeline and its codes"). */
 function problemsOf(input: { result: ToolResult; callId: string | undefined; call: FuzzCall }): string[] {
   const { result, callId, call } = input;
   const problems: string[] = [];

@@ -1,4 +1,4 @@
-// The fuzz campaign's reference model: from DESIGN.md's path of a call, what toolgate must answer
+// The fuzz campaign's reference model: from docs/design.md's path of a call, what toolgate must answer
 // to a proposal (given its session's history so far and the orders as they are), and how many
 // requests each answer costs the orders service. Written apart from toolgate's own code: it reads
 // the policy file and the tool contracts (the specification), and keeps its maps in `Map`s.
@@ -35,12 +35,12 @@ export const rejectedBeforeChecks: ReadonlySet<string> = new Set([
   'PERMISSION_DENIED',
 ]);
 
-/** The client's caps (DESIGN.md, "In the client"). */
+/** The client's caps (docs/design.md, "In the client"). */
 const maxToolNameLength = 200;
 const maxArgumentsBytes = 256 * 1024;
 /** Arguments nested deeper than this (arrays and objects, the outer object being 1) are INVALID_JSON. */
 const maxArgumentsDepth = 64;
-/** The session workflow's defaults when the caller's policy sets none (DESIGN.md: per caller's `session`). */
+/** The session workflow's defaults when the caller's policy sets none (docs/concepts.md, "Sessions": per caller's `session`). */
 const sessionDefaults = { stepBudget: 25, loopLimit: 3, circuitThreshold: 3 };
 
 /**
@@ -86,7 +86,7 @@ export interface Expectation {
   joined: boolean;
 }
 
-/** One session's counters as DESIGN.md defines them: step budget, loop guard, circuit breaker. */
+/** One session's counters as docs/concepts.md defines them: step budget, loop guard, circuit breaker. */
 export class SessionModel {
   private owner: string | undefined;
   private steps = 0;

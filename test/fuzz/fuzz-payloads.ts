@@ -68,7 +68,7 @@ const validShapes: Record<KnownTool, fc.Arbitrary<Shape>> = {
   get_order: fc.record({ order_id: orderId }),
   refund_order: fc.oneof(
     fc.record({ order_id: orderId, amount_cents: amountCents, currency, reason }),
-    // Most refunds a model proposes are plausible: a seed order (DESIGN.md), its currency, an amount it allows.
+    // Most refunds a model proposes are plausible: a seed order of the orders example, its currency, an amount it allows.
     fc
       .constantFrom(
         { order_id: 'ORD-1001', currency: 'BRL', refundable: 12_000 },
