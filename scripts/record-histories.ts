@@ -2,7 +2,7 @@
 // Run it once per deliberate change of the workflow's history shape:
 //   npx tsx --conditions=toolgate-source scripts/record-histories.ts
 // Before 1.0.0 a change re-records; from then on, a change that alters a running call's commands
-// gets a patched() guard and a new recorded generation (README, "Contributing").
+// gets a patched() guard and a new recorded generation (CONTRIBUTING.md).
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';

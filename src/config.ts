@@ -29,7 +29,7 @@ export interface ToolGateConfig {
   keysDirectory?: string;
   /**
    * Where and how to reach Temporal (each field is overridden by its environment variable: see
-   * README, "Connections"): address, namespace, task queue, TLS or mTLS, a Temporal Cloud API key.
+   * docs/connections-and-encryption.md): address, namespace, task queue, TLS or mTLS, a Temporal Cloud API key.
    */
   temporal?: TemporalConfig;
   /**
@@ -66,7 +66,7 @@ export interface ToolGateConfig {
   metrics?: MetricsEndpointOptions;
   /**
    * OpenTelemetry traces over OTLP HTTP: off unless an endpoint is set here or by
-   * `OTEL_EXPORTER_OTLP_ENDPOINT` (see README, "Observability").
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` (see docs/audit-and-observability.md, "Traces").
    */
   tracing?: TracingConfig;
 }
@@ -120,7 +120,7 @@ export function loadConfig(input: { path: string }): LoadedConfig {
   const source = resolve(input.path);
   if (!existsSync(source)) {
     throw new ConfigurationError(
-      `config file ${source}: not found; pass --config <file> or set TOOLGATE_CONFIG (see README, "Your own tools")`,
+      `config file ${source}: not found; pass --config <file> or set TOOLGATE_CONFIG (see docs/your-own-tools.md)`,
     );
   }
   const loaded = requireConfig(source) as { default?: ToolGateConfig } & ToolGateConfig;

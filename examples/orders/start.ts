@@ -442,7 +442,7 @@ export function consolePermissions(input: {
   return [
     flag,
     // The permission model's start-up warnings (experimental; addons run outside it) are said once,
-    // in the README, not on every start.
+    // in docs/console.md, not on every start.
     '--disable-warning=ExperimentalWarning',
     '--disable-warning=SecurityWarning',
     // better-sqlite3, the audit store, is a native addon.

@@ -26,7 +26,7 @@ export interface ToolGateMetrics {
 }
 
 /**
- * Creates toolgate's metrics (see the README's metrics section for names and labels). `knownTools`:
+ * Creates toolgate's metrics (see docs/audit-and-observability.md, "Metrics" for names and labels). `knownTools`:
  * the tool names to label by; any other name (the model invents some) is counted as `_unknown`.
  */
 export function createToolGateMetrics(input: { knownTools?: Iterable<string> } = {}): ToolGateMetrics {

@@ -23,7 +23,7 @@ import { createReadGate } from '../support/read-gate';
 // Attacks on the kill switch and on limits across sessions, from a review: each test failed while
 // the defect it names was there, and guards its fix. One finding stays open by design: whoever may
 // send updates to a limit's counter (a raw Temporal client) can release a reservation; Temporal
-// authorisation must keep `toolgate-quota:*` to workers and operators (README, "Temporal access").
+// authorisation must keep `toolgate-quota:*` to workers and operators (docs/approvals.md, "Temporal access is part of the trust model").
 
 const hourMs = 60 * 60 * 1000;
 const dayMs = 24 * hourMs;

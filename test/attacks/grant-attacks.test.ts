@@ -35,7 +35,7 @@ import { revokeOpenGrants } from '../support/grant-helpers';
 
 // Attacks on bounded standing approvals (grants), from a review. `defect:` tests assert the correct
 // behaviour and fail while the defect they name is there; `refuses` tests guard what held. Not tested:
-// a raw `releaseGrant` update gives any use back (README, "Temporal access": `toolgate-grants:*` is
+// a raw `releaseGrant` update gives any use back (docs/approvals.md, "Temporal access is part of the trust model": `toolgate-grants:*` is
 // kept to workers and operators by Temporal's authorisation).
 
 const hourMs = 60 * 60 * 1000;

@@ -1,5 +1,5 @@
 // The production topology (docker-compose.yml, Dockerfile, deploy/) checked by reading it: this machine
-// has no Docker engine, so the test parses the files and holds them to the rules the README states.
+// has no Docker engine, so the test parses the files and holds them to the rules docs/operations.md states.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, posix, resolve } from 'node:path';
 import { keyPaths, searchAttributes } from 'toolgate';
@@ -8,9 +8,9 @@ import { parse } from 'yaml';
 
 const root = resolve(__dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
-/** The README's "### docker compose" section, up to the next section of its level. */
+/** docs/operations.md's "### docker compose" section, up to the next section of its level. */
 const dockerComposeSection = (): string =>
-  read('README.md').split('\n### docker compose\n')[1]?.split('\n### ')[0] ?? '';
+  read('docs/operations.md').split('\n### docker compose\n')[1]?.split('\n### ')[0] ?? '';
 
 interface Healthcheck {
   test?: string[] | string;
@@ -402,12 +402,12 @@ describe('docker-compose.yml', () => {
       }
     }
     // The MCP server reads the same keys directory: its minter key path lands in its own folder, where
-    // the README's steps never put one.
+    // the documented steps never put one.
     const mcpMinter = hostPathOf(service('mcp'), minter.privateKey);
     expect(mcpMinter).toBe('deploy/keys/mcp/minter.key');
     const startIt = dockerComposeSection().split('#### Start it')[1]?.split('\n#### ')[0] ?? '';
     const copies = startIt.split('\n').filter((line) => /\bcp\b.*minter\.key/.test(line));
-    expect(copies.length, 'the README copies the minter key somewhere').toBeGreaterThan(0);
+    expect(copies.length, 'the docs copy the minter key somewhere').toBeGreaterThan(0);
     for (const line of copies) expect(line, line).toMatch(/deploy\/keys\/worker\/?(\s|$)/);
     // The backend gets the public half only.
     expect(startIt).toMatch(/cp "\$from\/minter\.pub" deploy\/keys\/orders\//);
