@@ -14,14 +14,23 @@ import { signValue } from './keys/key-files';
 import type { LoadedPolicy } from './policy/load-policy';
 import {
   callNotFoundMessage,
+  contextInvalidMessage,
   intentConflictMessage,
   overloadedMessage,
   sessionClosedMessage,
   stoppedOutsideMessage,
   undeliveredMessage,
 } from './shared/model-messages';
-import { capProposal, deriveCallId, isCallId, proposalArgumentsDigest } from './shared/proposal';
+import {
+  capProposal,
+  deriveCallId,
+  isCallId,
+  maxToolNameLength,
+  proposalArgumentsDigest,
+} from './shared/proposal';
 import type { Proposal } from './shared/proposal';
+import type { CallContext } from './shared/call-context';
+import { checkContext } from './shared/call-context';
 import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
 import {
   admitUpdate,
@@ -62,6 +71,12 @@ export interface CallInput {
    * longer than `maxUserMessageBytes`, it is cut.
    */
   userMessage?: string;
+  /**
+   * On whose behalf the agent acts (the logged-in end user, the tenant, the channel, host claims):
+   * set by the harness, never by the model. Signed with the proposal; fixed for the session at its
+   * first admission (another is `CONTEXT_MISMATCH`); it fills the tool's bound parameters.
+   */
+  context?: CallContext;
 }
 
 /**
@@ -134,7 +149,12 @@ export class ToolGateClient {
   /** The call id a proposal maps to, computed without starting anything. */
   callIdOf(input: CallInput): string {
     const proposal = capProposal(input);
-    return deriveCallId({ proposal, idempotencyFields: this.contractOf(proposal)?.idempotencyFields });
+    const contract = this.contractOf(proposal);
+    return deriveCallId({
+      proposal,
+      idempotencyFields: contract?.idempotencyFields,
+      boundParameters: contract?.boundParameters,
+    });
   }
 
   /**
@@ -155,9 +175,24 @@ export class ToolGateClient {
   }
 
   private async proposeOnce(input: CallInput): Promise<ToolResult> {
-    const proposal = capProposal(input);
+    // The harness's own mistake, answered before anything starts: no workflow could read it either.
+    const context = checkContext(input.context);
+    if (!context.ok) {
+      const { context: _unreadable, ...withoutContext } = input;
+      return rejection({
+        tool: input.tool.slice(0, maxToolNameLength),
+        callId: this.callIdOf(withoutContext),
+        code: 'CONTEXT_INVALID',
+        message: contextInvalidMessage({ problem: context.problem }),
+      });
+    }
+    const proposal = capProposal({ ...input, context: context.context });
     const contract = this.contractOf(proposal);
-    const callId = deriveCallId({ proposal, idempotencyFields: contract?.idempotencyFields });
+    const callId = deriveCallId({
+      proposal,
+      idempotencyFields: contract?.idempotencyFields,
+      boundParameters: contract?.boundParameters,
+    });
     const proposalId = randomUUID();
     const key = this.callerKey(proposal.caller);
     // Unsigned when this harness holds no key for the caller: the workflow then answers UNAUTHENTICATED_CALLER.
@@ -383,13 +418,22 @@ export class ToolGateClient {
     return { ...outcome, result: (await this.result(input.callId, { wait: true })) as ToolResult };
   }
 
-  /** A handle on one conversation: its calls go through the session `id`, as `caller`. */
-  session(input: { id: string; caller: string }): {
-    call(call: Omit<CallInput, 'session' | 'caller'>): Promise<ToolResult>;
+  /**
+   * A handle on one conversation: its calls go through the session `id`, as `caller`, on behalf of
+   * `context` (the logged-in end user, tenant, channel), which every call of the handle carries.
+   */
+  session(input: { id: string; caller: string; context?: CallContext }): {
+    call(call: Omit<CallInput, 'session' | 'caller' | 'context'>): Promise<ToolResult>;
     stats(): Promise<SessionStats>;
   } {
     return {
-      call: (call) => this.call({ ...call, session: input.id, caller: input.caller }),
+      call: (call) =>
+        this.call({
+          ...call,
+          session: input.id,
+          caller: input.caller,
+          ...(input.context !== undefined ? { context: input.context } : {}),
+        }),
       stats: () => this.sessionStats(input.id),
     };
   }

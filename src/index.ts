@@ -350,6 +350,8 @@ export {
   parseArguments,
 } from './shared/proposal';
 export type { ParsedArguments, Proposal } from './shared/proposal';
+export { checkContext, describeContext, maxContextClaims, maxContextIdLength } from './shared/call-context';
+export type { CallContext, ContextCheck, ContextSource } from './shared/call-context';
 export {
   addInviteUpdate,
   approverKeysQuery,

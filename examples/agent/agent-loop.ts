@@ -9,7 +9,7 @@ import type {
   ChatCompletionMessageToolCall,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import type { ToolGateClient, ToolResult } from 'toolgate';
+import type { CallContext, ToolGateClient, ToolResult } from 'toolgate';
 import { openAIChatTools, runOpenAIChatToolCalls } from 'toolgate';
 import { ChatStreamAccumulator } from './chat-stream-accumulator';
 import { finalResultNotice } from './final-result-notice';
@@ -31,8 +31,13 @@ export interface AgentLoopInput {
   client: ToolGateClient;
   /** The toolgate session: budgets and loop guards count across the whole conversation. */
   session: string;
-  /** Who the agent acts for; the model is offered this caller's tools only. */
+  /** The agent's principal (the bot); the model is offered this caller's tools only. */
   caller: string;
+  /**
+   * On whose behalf the conversation acts: the customer logged in to the chat, the channel. The
+   * harness sets it from its own login, never from the model; every tool call carries it.
+   */
+  context?: CallContext;
   /** The conversation so far (a system message, the user's message...); not changed. */
   messages: readonly ChatCompletionMessageParam[];
   /** Ask for server-sent events and assemble the answer from its chunks (default false). */
@@ -103,7 +108,7 @@ async function nextAssistantMessage(input: {
  * endpoint does. Every call goes through toolgate, so a call sent twice is applied at most once.
  */
 export async function runAgentLoop(input: AgentLoopInput): Promise<AgentLoopResult> {
-  const { openai, model, client, session, caller } = input;
+  const { openai, model, client, session, caller, context } = input;
   const maxTurns = input.maxTurns ?? 12;
   const tools: ChatCompletionTool[] = openAIChatTools({ client, caller });
   const messages: ChatCompletionMessageParam[] = [...input.messages];
@@ -150,7 +155,13 @@ export async function runAgentLoop(input: AgentLoopInput): Promise<AgentLoopResu
           arguments: call.function.arguments,
         });
       }
-      const ran = await runOpenAIChatToolCalls({ client, session, caller, toolCalls });
+      const ran = await runOpenAIChatToolCalls({
+        client,
+        session,
+        caller,
+        toolCalls,
+        ...(context !== undefined ? { context } : {}),
+      });
       messages.push(...ran.messages);
       for (const [index, result] of ran.results.entries()) {
         results.push(result);

@@ -165,6 +165,8 @@ export type OrdersApiClient = {
     reason: 'damaged' | 'not_delivered' | 'customer_request';
     idempotencyKey: string;
     credential?: string;
+    /** The end user the refund is made for, when the call acts for one: the service refuses another's order. */
+    customerId?: string;
   }): Promise<RefundOutcome>;
   /** The refund applied with this key, or null when the service says the key was never applied. */
   findRefundByKey(input: { idempotencyKey: string }): Promise<Refund | null>;
@@ -406,7 +408,7 @@ export function createOrdersApiClient({
       return isOrdersUnavailable(raw) ? raw.response : { status: raw.status, body: raw.body };
     },
 
-    async refund({ orderId, amountCents, currency, reason, idempotencyKey, credential }) {
+    async refund({ orderId, amountCents, currency, reason, idempotencyKey, credential, customerId }) {
       const headers: Record<string, string> = {
         'idempotency-key': idempotencyKey,
       };
@@ -415,7 +417,12 @@ export function createOrdersApiClient({
         method: 'POST',
         path: `/orders/${encodeURIComponent(orderId)}/refunds`,
         headers,
-        body: { amount_cents: amountCents, currency, reason },
+        body: {
+          amount_cents: amountCents,
+          currency,
+          reason,
+          ...(customerId !== undefined ? { customer_id: customerId } : {}),
+        },
       });
       const refund = expectSuccess(raw, refundSchema, 'POST /orders/:orderId/refunds');
       return {

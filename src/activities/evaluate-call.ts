@@ -9,9 +9,13 @@ import type {
   ToolCapabilities,
 } from '../shared/call-evaluation';
 import type { ApprovalNotificationPlan } from '../shared/notifications';
+import { boundValues, checkContext, contextValue } from '../shared/call-context';
 import {
   argumentsTooLargeMessage,
   argumentsUnreadableMessage,
+  boundParameterSentMessage,
+  contextInvalidMessage,
+  contextRequiredMessage,
   callIdMismatchMessage,
   sessionRequiredMessage,
   toolDisabledMessage,
@@ -21,6 +25,7 @@ import {
 } from '../shared/model-messages';
 import type { DisabledSwitch } from '../shared/controls';
 import type { ApplicableQuota } from '../shared/quotas';
+import type { CallContext } from '../shared/call-context';
 import { disabledData } from '../shared/controls';
 import { ownValue } from '../shared/own-records';
 import { deriveCallId, parseArguments } from '../shared/proposal';
@@ -78,6 +83,14 @@ export function evaluateCall(input: {
   if (!record.admitted) {
     return refuse({ code: 'SESSION_REQUIRED', message: sessionRequiredMessage(proposal) });
   }
+  // The client checks the context it attaches; a raw client's is checked here, before anything reads it.
+  const actingFor = checkContext(proposal.context);
+  if (!actingFor.ok) {
+    return refuse({
+      code: 'CONTEXT_INVALID',
+      message: contextInvalidMessage({ problem: actingFor.problem }),
+    });
+  }
 
   const available = snapshot.callerPolicy?.tools ?? [];
   const contract = proposal.toolNameTruncated ? undefined : context.registry.get(proposal.tool);
@@ -104,7 +117,12 @@ export function evaluateCall(input: {
     });
   }
   // The workflow ID is the idempotency key: refuse a run started under an ID that is not this proposal's key.
-  if (deriveCallId({ proposal, idempotencyFields: contract.idempotencyFields }) !== callId) {
+  const callIdNow = deriveCallId({
+    proposal,
+    idempotencyFields: contract.idempotencyFields,
+    boundParameters: contract.boundParameters,
+  });
+  if (callIdNow !== callId) {
     return refuse({ code: 'IDEMPOTENCY_CONFLICT', message: callIdMismatchMessage });
   }
 
@@ -125,7 +143,9 @@ export function evaluateCall(input: {
   const parsed = parseArguments(proposal.rawArguments);
   if (!parsed.ok) return refuse({ code: 'INVALID_JSON', message: parsed.message });
 
-  const validation = validateArguments({ contract, value: parsed.value });
+  const bound = bindParameters({ contract, value: parsed.value, context: actingFor.context });
+  if (!bound.ok) return refuse(bound.refusal);
+  const validation = validateArguments({ contract, value: bound.value });
   if (!validation.ok) {
     return refuse({
       code: 'INVALID_ARGUMENTS',
@@ -188,6 +208,50 @@ export function evaluateCall(input: {
         : {}),
     },
   };
+}
+
+/**
+ * Fills the tool's bound parameters from the context: refused when the model sent one itself
+ * (`BOUND_PARAMETER_SENT`), or when a required one has no value in the context (`CONTEXT_REQUIRED`);
+ * an optional one without a value stays absent. The model's fields are left as they came.
+ */
+function bindParameters(input: {
+  contract: AnyToolContract;
+  value: Record<string, unknown>;
+  context: CallContext;
+}): { ok: true; value: Record<string, unknown> } | { ok: false; refusal: EvaluationRefusal } {
+  const { contract, value, context } = input;
+  const boundParameters = contract.boundParameters;
+  if (!boundParameters) return { ok: true, value };
+  const fields = Object.keys(boundParameters);
+  const sent = fields.filter((field) => Object.hasOwn(value, field));
+  if (sent.length > 0) {
+    return {
+      ok: false,
+      refusal: {
+        code: 'BOUND_PARAMETER_SENT',
+        message: boundParameterSentMessage({ tool: contract.name, fields: sent }),
+        data: { fields: sent },
+      },
+    };
+  }
+  const missing = fields.filter((field) => {
+    const source = boundParameters[field]!;
+    if (contextValue(context, source) !== undefined) return false;
+    const schema = contract.input.shape[field] as { safeParse(value: unknown): { success: boolean } };
+    return !schema.safeParse(undefined).success;
+  });
+  if (missing.length > 0) {
+    return {
+      ok: false,
+      refusal: {
+        code: 'CONTEXT_REQUIRED',
+        message: contextRequiredMessage({ tool: contract.name, fields: missing }),
+        data: { fields: missing },
+      },
+    };
+  }
+  return { ok: true, value: { ...value, ...boundValues({ boundParameters, context }) } };
 }
 
 /**

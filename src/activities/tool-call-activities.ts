@@ -231,7 +231,11 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       const tool = toolNamed(input.tool);
       if (!tool.implementation.check) return { ok: true };
       try {
-        await tool.implementation.check({ args: input.args, callId: input.callId });
+        await tool.implementation.check({
+          args: input.args,
+          callId: input.callId,
+          context: input.context ?? {},
+        });
         return { ok: true };
       } catch (error) {
         const failure = failureFrom({ tool, error, stage: 'check' });
@@ -257,7 +261,13 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       const tool = toolNamed(input.tool);
       if (!tool.implementation.preview) return { preview: { tool: input.tool, arguments: input.args } };
       try {
-        return { preview: await tool.implementation.preview({ args: input.args, callId: input.callId }) };
+        return {
+          preview: await tool.implementation.preview({
+            args: input.args,
+            callId: input.callId,
+            context: input.context ?? {},
+          }),
+        };
       } catch (error) {
         throw failureFrom({ tool, error, stage: 'preview' });
       }
@@ -291,6 +301,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
             callId: input.callId,
             runId: input.runId,
             args: input.args,
+            ...(input.context?.onBehalfOf !== undefined ? { onBehalfOf: input.context.onBehalfOf } : {}),
             ...(input.approval ? { approval: input.approval } : {}),
           });
         } catch (error) {
@@ -303,6 +314,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         output = await tool.implementation.execute({
           args: input.args,
           callId: input.callId,
+          context: input.context ?? {},
           idempotencyKey: input.callId,
           attempt: Context.current().info.attempt,
           ...(credential !== undefined ? { credential } : {}),
@@ -341,6 +353,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         found = await findApplied({
           args: input.args,
           callId: input.callId,
+          context: input.context ?? {},
           idempotencyKey: input.callId,
         });
       } catch (error) {
@@ -383,7 +396,12 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       const tool = toolNamed(input.tool);
       if (!tool.implementation.verify) return { ok: true };
       try {
-        await tool.implementation.verify({ args: input.args, callId: input.callId, output: input.output });
+        await tool.implementation.verify({
+          args: input.args,
+          callId: input.callId,
+          context: input.context ?? {},
+          output: input.output,
+        });
         return { ok: true };
       } catch (error) {
         if (toolErrorKind(error) === 'transient') throw failureFrom({ tool, error, stage: 'verify' });

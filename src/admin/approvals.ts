@@ -1,3 +1,4 @@
+import type { CallContext } from '../shared/call-context';
 import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -15,6 +16,8 @@ export interface PendingApproval {
   callId: string;
   tool: string;
   caller: string;
+  /** On whose behalf the call acts (end user, tenant, channel), when its harness said. */
+  context?: CallContext;
   riskLevel: string;
   preview: Record<string, unknown>;
   expiresAt: string;
@@ -69,6 +72,7 @@ export class ApprovalAdmin {
         callId: execution.workflowId,
         tool: state.tool,
         caller: state.caller,
+        ...(state.context ? { context: state.context } : {}),
         riskLevel: approval.riskLevel,
         preview: approval.preview,
         expiresAt: approval.expiresAt,

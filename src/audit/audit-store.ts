@@ -1,3 +1,4 @@
+import type { CallContext } from '../shared/call-context';
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -20,6 +21,8 @@ export interface AuditRecord {
   intentId?: string;
   /** The user's message of the turn, when the harness attached one to the proposal (for mining). */
   userMessage?: string;
+  /** On whose behalf the call acted (end user, tenant, channel, claims), when the harness said. */
+  context?: CallContext;
   validatedArguments?: Record<string, unknown>;
   riskLevel?: string;
   policyVersion?: string;
@@ -55,6 +58,7 @@ export function admissionRefusalRecord(
     tool: proposal.tool,
     rawArguments: auditedRawArguments(proposal),
     ...(proposal.intentId !== undefined ? { intentId: proposal.intentId } : {}),
+    ...(proposal.context !== undefined ? { context: proposal.context } : {}),
     ...(typeof proposal.userMessage === 'string' ? { userMessage: proposal.userMessage } : {}),
     ...(refusal.policyVersion !== undefined ? { policyVersion: refusal.policyVersion } : {}),
     code: result.code,

@@ -1,3 +1,4 @@
+import { describeContext } from '../shared/call-context';
 import type { Command } from 'commander';
 import { ApprovalAdmin } from '../admin/approvals';
 import type { AuditStore } from '../audit/audit-store';
@@ -32,7 +33,9 @@ export function addApprovalCommands(program: Command, context: CliContext): void
             for (const call of pending) {
               const minutes = Math.round(call.timeLeftMs / 60_000);
               output.out(
-                `${call.callId}  ${call.tool} for ${call.caller}  risk ${call.riskLevel}  ` +
+                `${call.callId}  ${call.tool} for ${call.caller}` +
+                  (call.context ? ` ${describeContext(call.context)}` : '') +
+                  `  risk ${call.riskLevel}  ` +
                   `${call.approvals.length}/${call.quorum} approvals  ${minutes} min left\n  preview: ${JSON.stringify(call.preview)}`,
               );
             }

@@ -15,6 +15,9 @@ type CallOptions = GlobalOptions & {
   args: string;
   session?: string;
   intent?: string;
+  onBehalfOf?: string;
+  tenant?: string;
+  channel?: string;
 };
 type StatusOptions = GlobalOptions & { wait?: boolean };
 type DefinitionsOptions = GlobalOptions & { caller?: string };
@@ -31,9 +34,17 @@ export function addCallCommands(program: Command, context: CliContext): void {
     .requiredOption('--args <json>', 'the arguments, as the JSON text a model would produce')
     .option('--session <id>', 'the session the call belongs to', 'cli')
     .option('--intent <id>', 'an intent id: proposals with the same intent are one call')
+    .option('--on-behalf-of <end user>', 'the end user the call acts for (fills bound parameters)')
+    .option('--tenant <name>', 'the tenant the conversation belongs to')
+    .option('--channel <name>', 'where the conversation happens, e.g. end-user-chat')
     .action(
       commandAction(context, async (_options: unknown, command: Command) => {
         const options = command.optsWithGlobals<CallOptions>();
+        const actingFor = {
+          ...(options.onBehalfOf !== undefined ? { onBehalfOf: options.onBehalfOf } : {}),
+          ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+          ...(options.channel !== undefined ? { channel: options.channel } : {}),
+        };
         const result = await withClient(options, (client) =>
           client.call({
             session: options.session ?? 'cli',
@@ -41,6 +52,7 @@ export function addCallCommands(program: Command, context: CliContext): void {
             tool: options.tool,
             arguments: options.args,
             ...(options.intent !== undefined ? { intentId: options.intent } : {}),
+            ...(Object.keys(actingFor).length > 0 ? { context: actingFor } : {}),
           }),
         );
         return printResult({ result, json: options.json, output });

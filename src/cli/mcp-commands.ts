@@ -21,7 +21,7 @@ import { commandAction, configOf, privateKeyOf, untilStopped, withClient } from 
 // hands a parent's option to the parent wherever it stands (the program's options are not positional).
 type McpOptions = GlobalOptions & { caller?: string; session?: string };
 type HttpOptions = McpOptions & { host?: string; port?: number };
-type TokenOptions = McpOptions & { label?: string };
+type TokenOptions = McpOptions & { label?: string; onBehalfOf?: string };
 
 /** The port `toolgate mcp http` and `npm start` listen on unless told otherwise. */
 const defaultMcpPort = 4200;
@@ -69,6 +69,10 @@ export function addMcpCommands(program: Command, context: CliContext): void {
     .command('token')
     .description('create a bearer token for --caller; it is printed once, and only its SHA-256 is kept')
     .option('--label <text>', 'what the token is for, shown by `mcp tokens`')
+    .option(
+      '--on-behalf-of <end user>',
+      "the end user every call with the token acts for (one customer's client)",
+    )
     .action(
       commandAction(context, (_options: unknown, command: Command) =>
         tokenCommand({ options: command.optsWithGlobals<TokenOptions>(), output: context.output }),
@@ -224,6 +228,7 @@ function tokenCommand(input: { options: TokenOptions; output: CliOutput }): numb
     path: config.mcp.tokensPath,
     caller: options.caller,
     ...(options.label !== undefined ? { label: options.label } : {}),
+    ...(options.onBehalfOf !== undefined ? { onBehalfOf: options.onBehalfOf } : {}),
   });
   if (options.json) {
     output.out(JSON.stringify({ token, ...record }));

@@ -1,3 +1,4 @@
+import type { CallContext } from '../shared/call-context';
 import type { Client } from '@temporalio/client';
 import { QueryNotRegisteredError } from '@temporalio/client';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
@@ -16,6 +17,8 @@ export interface QueueEntry {
   tool: string;
   caller: string;
   session: string;
+  /** On whose behalf the call acts, when its harness said. */
+  context?: CallContext;
   riskLevel: string;
   preview: Record<string, unknown>;
   /** When the call started (ISO), for newest-first order. */
@@ -106,6 +109,7 @@ export async function pendingCalls(input: {
         tool: state.tool,
         caller: state.caller,
         session: state.session,
+        ...(state.context ? { context: state.context } : {}),
         riskLevel: approval.riskLevel,
         preview: approval.preview,
         startedAt: call.startedAt,

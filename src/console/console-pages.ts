@@ -1,3 +1,4 @@
+import { describeContext } from '../shared/call-context';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { ApproverView } from '../policy/load-policy';
@@ -158,7 +159,12 @@ export function queueEntries(input: { queue: PendingQueue; now: number }): Html 
             <p class="action">${previewHeadline(entry.preview)}</p>
             ${previewList(entry.preview)}
             <p class="meta">
-              caller <strong>${entry.caller}</strong> · session <code>${entry.session}</code><br />
+              caller <strong>${entry.caller}</strong>${
+                entry.context
+                  ? html` · <span class="acting-for">${describeContext(entry.context)}</span>`
+                  : ''
+              }
+              · session <code>${entry.session}</code><br />
               approvals
               ${entry.approvals.length}/${entry.quorum}${
                 entry.approvals.length ? html` (${entry.approvals.join(', ')})` : ''
@@ -193,7 +199,10 @@ export function callPage(input: {
       </h1>
       <p class="meta">
         call <code class="wrap">${callId}</code><br />
-        caller <strong>${state.caller}</strong> · session <code>${state.session}</code>
+        caller <strong>${state.caller}</strong>${
+          state.context ? html` · <span class="acting-for">${describeContext(state.context)}</span>` : ''
+        }
+        · session <code>${state.session}</code>
       </p>
       ${
         approval

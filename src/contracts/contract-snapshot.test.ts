@@ -101,6 +101,7 @@ describe('snapshotContracts', () => {
       'AMOUNT_EXCEEDS_REFUNDABLE',
       'CURRENCY_MISMATCH',
       'ORDER_NOT_FOUND',
+      'ORDER_NOT_OWNED',
     ]);
     expect(refund!.examples.map((example) => [example.arguments.amount_cents, example.risk])).toEqual([
       [2590, 'irreversible'],
@@ -137,13 +138,15 @@ describe('snapshotContracts', () => {
   >;
   /** The orders refund, defined again with `changes`. */
   const refundWith = (changes: Partial<Pick<RefundDefinition, 'description' | 'risk'>>) => {
-    const { name, description, input, output, effect, domainCodes, examples, risk } = refundOrderContract;
+    const { name, description, input, output, effect, domainCodes, examples, risk, boundParameters } =
+      refundOrderContract;
     return defineToolContract({
       name,
       description,
       input,
       output,
       effect,
+      ...(boundParameters ? { boundParameters } : {}),
       domainCodes,
       examples,
       risk,

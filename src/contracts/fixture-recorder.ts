@@ -100,7 +100,7 @@ export async function recordScenario(input: {
   let response: BackendResponse;
   try {
     response = await withTimeout(
-      request({ args: declared.args, callId: key, idempotencyKey: key, attempt: 1 }),
+      request({ args: declared.args, callId: key, idempotencyKey: key, attempt: 1, context: {} }),
       input.timeoutMs ?? defaultRecordingTimeoutMs,
     );
   } catch (error) {

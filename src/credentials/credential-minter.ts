@@ -42,6 +42,8 @@ export interface CredentialMinter {
     callId: string;
     runId: string;
     args: Record<string, unknown>;
+    /** The end user the call acts for (its context's `onBehalfOf`); the credential names it. */
+    onBehalfOf?: string;
     approval?: ExecutionApproval;
   }): Promise<string>;
   /** Admission tickets, signed with the same key: they bind each call to its session's admission. */
@@ -65,13 +67,20 @@ export function createCredentialMinter(input: {
 }): CredentialMinter {
   return {
     tickets: createAdmissionTickets({ privateKey: input.privateKey }),
-    mint: async ({ contract, caller, callId, runId, args, approval }) => {
+    mint: async ({ contract, caller, callId, runId, args, onBehalfOf, approval }) => {
+      // A parameter bound to the end user must hold the end user the credential will name.
+      for (const [field, source] of Object.entries(contract.boundParameters ?? {})) {
+        if (source === 'onBehalfOf' && args[field] !== undefined && args[field] !== onBehalfOf) {
+          throw new MintRefusal(`${field} is not the end user the call acts for`);
+        }
+      }
       const policy = input.policy();
       const callerPolicy = policy.callerPolicy(caller);
       if (!callerPolicy) throw new MintRefusal(`caller ${caller} is not in the minter's policy`);
       const verdict = evaluatePolicy({ contract, args, caller, callerPolicy });
       if (!verdict.ok) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
       const argsDigest = digestOf(args);
+      let restsOn: CredentialClaims['approval'];
       if (verdict.needsApproval && approval && 'grant' in approval) {
         await confirmGrant({
           approval,
@@ -83,6 +92,7 @@ export function createCredentialMinter(input: {
           policy,
           grantUse: input.grantUse,
         });
+        restsOn = { grant: approval.grant.grant.grantId };
       } else if (verdict.needsApproval) {
         if (!approval || 'grant' in approval)
           throw new MintRefusal(`risk level "${verdict.riskLevel}" needs approval and none was given`);
@@ -135,6 +145,7 @@ export function createCredentialMinter(input: {
             `${distinctApprovers(approvedBy).length} distinct approver(s), ${quorum} needed`,
           );
         }
+        restsOn = { approvers: distinctApprovers(approvedBy) };
       }
       const issuedAt = Math.floor(Date.now() / 1000);
       const claims: CredentialClaims = {
@@ -145,6 +156,8 @@ export function createCredentialMinter(input: {
         jti: randomUUID(),
         iat: issuedAt,
         exp: issuedAt + maxCredentialSeconds,
+        ...(onBehalfOf !== undefined ? { onBehalfOf } : {}),
+        ...(restsOn ? { approval: restsOn } : {}),
       };
       return signCredential({ claims, privateKey: input.privateKey });
     },

@@ -32,6 +32,11 @@ export interface VerifyCredentialInput {
   /** The minter's raw Ed25519 public key, 64 hex characters (`readPublicKeyHex` of its `.pub` file). */
   minterPublicKeyHex: string;
   expected: ExpectedCredentialScope;
+  /**
+   * Whose the resource is (a customer id), when the backend knows: a credential minted for another
+   * end user (its `onBehalfOf`) is refused. A credential for no end user (an internal caller) is not.
+   */
+  resourceOwner?: string;
   /** The backend's clock, in seconds since the epoch (default now). */
   nowSeconds?: number;
 }
@@ -112,6 +117,14 @@ export function verifyCredential(input: VerifyCredentialInput): CredentialVerifi
         message: `The credential was minted for another ${field}; it does not cover this request.`,
       };
     }
+  }
+  const onBehalfOf = (claims as { onBehalfOf?: unknown }).onBehalfOf;
+  if (onBehalfOf !== undefined && input.resourceOwner !== undefined && onBehalfOf !== input.resourceOwner) {
+    return {
+      ok: false,
+      code: 'CREDENTIAL_SCOPE_MISMATCH',
+      message: 'The credential was minted for another end user; it does not cover their resource.',
+    };
   }
   return { ok: true, claims };
 }

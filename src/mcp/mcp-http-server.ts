@@ -205,7 +205,7 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
     const body = await readInitializeBody(c.req.raw);
     if (!body.ok) return rpcError(c, body);
     if (!isInitializeRequest(body.value)) return rpcError(c, noSession);
-    const { caller, tokenId } = c.get('principal');
+    const { caller, tokenId, context } = c.get('principal');
     const refusal = sessionCapRefusal(tokenId);
     if (refusal) {
       log(`refused ${requestLine(c)} for ${caller}: ${refusal.log} (429)`);
@@ -231,7 +231,13 @@ export async function startMcpHttpServer(options: McpHttpServerOptions): Promise
           log(`MCP session ${id} closed`);
         }
       };
-      const server = createToolGateMcpServer({ client: options.client, caller, log });
+      // The token's end user, never the client's word: every call of the session acts for them.
+      const server = createToolGateMcpServer({
+        client: options.client,
+        caller,
+        ...(context !== undefined ? { context } : {}),
+        log,
+      });
       await server.connect(transport);
       const response = await transport.handleRequest(c.req.raw, { parsedBody: body.value });
       // An initialize the transport refused opened no session: nothing keeps this pair.

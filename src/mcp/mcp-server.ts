@@ -18,6 +18,7 @@ import type { ToolGateClient } from '../client';
 import { ConfigurationError } from '../policy/load-policy';
 import type { JsonSchema } from '../providers/json-schema';
 import { inputJsonSchema } from '../providers/json-schema';
+import type { CallContext } from '../shared/call-context';
 import { isErrorResult } from '../providers/provider-calls';
 import type { ToolResult } from '../shared/tool-result';
 import type { AnyToolContract } from '../tools/define-tool';
@@ -29,6 +30,8 @@ export interface ToolGateMcpServerOptions {
   client: ToolGateClient;
   /** The caller every call of this connection is made for: fixed by the transport, never by the model. */
   caller: string;
+  /** On whose behalf every call of this connection acts (its token's end user): fixed by the transport too. */
+  context?: CallContext;
   /**
    * The toolgate session of every call. Default: the transport's session id (Streamable HTTP's
    * `mcp-session-id`), else one random id for this server's life (stdio).
@@ -53,7 +56,7 @@ const instructions =
  * one transport; a server serves one connection.
  */
 export function createToolGateMcpServer(options: ToolGateMcpServerOptions): Server {
-  const { client, caller } = options;
+  const { client, caller, context } = options;
   // What would fail at tools/list fails now: no policy, the status tool's name taken, a schema.
   checkMcpServable({ client, callers: [caller] });
   let ownSession: string | undefined;
@@ -74,7 +77,13 @@ export function createToolGateMcpServer(options: ToolGateMcpServerOptions): Serv
       const result =
         name === callStatusToolName
           ? await callStatus({ client, caller, arguments: args })
-          : await client.call({ session: sessionOf(extra.sessionId), caller, tool: name, arguments: args });
+          : await client.call({
+              session: sessionOf(extra.sessionId),
+              caller,
+              tool: name,
+              arguments: args,
+              ...(context !== undefined ? { context } : {}),
+            });
       return callToolResult(result);
     } catch (error) {
       // Not the model's doing (Temporal unreachable, no worker): a protocol error, with what to do.

@@ -19,6 +19,8 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigurationError } from '../policy/load-policy';
+import type { CallContext } from '../shared/call-context';
+import { checkContext, maxContextIdLength } from '../shared/call-context';
 
 /** One token as the tokens file keeps it: never the token itself. */
 export interface McpTokenRecord {
@@ -26,6 +28,11 @@ export interface McpTokenRecord {
   hash: string;
   /** The caller every request with this token acts for. */
   caller: string;
+  /**
+   * The end user every call with this token acts for, when the token is one end user's (a customer's
+   * chat client): its calls carry `context.onBehalfOf`, and the token can act for nobody else.
+   */
+  onBehalfOf?: string;
   label?: string;
   /** ISO 8601. */
   createdAt: string;
@@ -35,6 +42,8 @@ export interface McpTokenRecord {
 export interface McpTokenPrincipal {
   /** The caller every request with this token acts for. */
   caller: string;
+  /** On whose behalf its calls act: the token's end user, when it names one. */
+  context?: CallContext;
   /**
    * The token's identity, never the token itself (`mcpTokenVerifier`: its SHA-256 in hex): an MCP
    * session opened with a token answers to that token only.
@@ -71,17 +80,28 @@ export function mcpTokenHash(token: string): string {
  * Creates a token for `caller` and stores its hash in the tokens file (created, readable by its owner
  * only), under the file's lock. The token is returned once and kept nowhere.
  */
-export function createMcpToken(input: { path: string; caller: string; label?: string }): {
+export function createMcpToken(input: {
+  path: string;
+  caller: string;
+  label?: string;
+  onBehalfOf?: string;
+}): {
   token: string;
   record: McpTokenRecord;
 } {
   if (typeof input.caller !== 'string' || input.caller.length === 0) {
     throw new ConfigurationError('an MCP token needs a caller: the policy name it acts for');
   }
+  if (input.onBehalfOf !== undefined && !checkContext({ onBehalfOf: input.onBehalfOf }).ok) {
+    throw new ConfigurationError(
+      `an MCP token's end user must be text of 1 to ${maxContextIdLength} printable characters`,
+    );
+  }
   const token = `${tokenPrefix}${randomBytes(32).toString('base64url')}`;
   const record: McpTokenRecord = {
     hash: mcpTokenHash(token),
     caller: input.caller,
+    ...(input.onBehalfOf !== undefined ? { onBehalfOf: input.onBehalfOf } : {}),
     ...(input.label !== undefined ? { label: input.label } : {}),
     createdAt: new Date().toISOString(),
   };
@@ -123,7 +143,7 @@ export function revokeMcpToken(input: { path: string; hashPrefix: string }): Mcp
  * token's id is its hash; `isActive` says whether that hash is still in the file.
  */
 export function mcpTokenVerifier(input: { path: string }): McpTokenVerifier {
-  type Loaded = { hash: Buffer; tokenId: string; caller: string };
+  type Loaded = { hash: Buffer; tokenId: string; caller: string; onBehalfOf?: string };
   let loaded: { stamp: string; records: Loaded[] } | undefined;
   const current = (): Loaded[] => {
     const stamp = stampOf(input.path);
@@ -134,6 +154,7 @@ export function mcpTokenVerifier(input: { path: string }): McpTokenVerifier {
           hash: Buffer.from(record.hash, 'hex'),
           tokenId: record.hash,
           caller: record.caller,
+          ...(record.onBehalfOf !== undefined ? { onBehalfOf: record.onBehalfOf } : {}),
         })),
       };
     }
@@ -147,7 +168,11 @@ export function mcpTokenVerifier(input: { path: string }): McpTokenVerifier {
       // No early exit: every record is compared, so the time taken says nothing about which matched.
       for (const record of current()) {
         if (timingSafeEqual(presented, record.hash) && !match) {
-          match = { caller: record.caller, tokenId: record.tokenId };
+          match = {
+            caller: record.caller,
+            tokenId: record.tokenId,
+            ...(record.onBehalfOf !== undefined ? { context: { onBehalfOf: record.onBehalfOf } } : {}),
+          };
         }
       }
       return match;
@@ -195,16 +220,19 @@ function readRecords(path: string): McpTokenRecord[] {
       !hashPattern.test(record.hash) ||
       typeof record.caller !== 'string' ||
       typeof record.createdAt !== 'string' ||
-      (record.label !== undefined && typeof record.label !== 'string')
+      (record.label !== undefined && typeof record.label !== 'string') ||
+      (record.onBehalfOf !== undefined &&
+        (typeof record.onBehalfOf !== 'string' || !checkContext({ onBehalfOf: record.onBehalfOf }).ok))
     ) {
       throw new ConfigurationError(
-        `MCP tokens file ${path}: tokens.${index} must be {hash: 64 hex digits, caller, createdAt, label?}; ` +
+        `MCP tokens file ${path}: tokens.${index} must be {hash: 64 hex digits, caller, createdAt, label?, onBehalfOf?}; ` +
           'fix it, or revoke it and create a new token',
       );
     }
     return {
       hash: record.hash,
       caller: record.caller,
+      ...(record.onBehalfOf !== undefined ? { onBehalfOf: record.onBehalfOf } : {}),
       ...(record.label !== undefined ? { label: record.label } : {}),
       createdAt: record.createdAt,
     };

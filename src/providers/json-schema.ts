@@ -2,7 +2,7 @@
 // MCP, the AI SDK, OpenAI non-strict) and OpenAI strict. Pure: no I/O, no Temporal.
 import { z } from 'zod';
 import type { AnyToolContract } from '../tools/define-tool';
-import { ToolDefinitionError } from '../tools/define-tool';
+import { modelInputSchema, ToolDefinitionError } from '../tools/define-tool';
 
 /** A JSON Schema object, as providers take it. */
 export type JsonSchema = Record<string, unknown>;
@@ -11,13 +11,15 @@ const plainCache = new WeakMap<AnyToolContract, JsonSchema>();
 
 /**
  * The tool's input schema as JSON Schema (draft 2020-12, without `$schema`): what a model must send,
- * so optional and defaulted fields are optional. Refinements (`.refine`) run in toolgate's validation
+ * so optional and defaulted fields are optional, and bound parameters (filled by the host) absent. Refinements (`.refine`) run in toolgate's validation
  * but no JSON Schema can say them: write them in the field's description.
  */
 export function inputJsonSchema(contract: AnyToolContract): JsonSchema {
   let schema = plainCache.get(contract);
   if (!schema) {
-    const { $schema: _dialect, ...rest } = z.toJSONSchema(contract.input, { io: 'input' }) as JsonSchema;
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(modelInputSchema(contract), {
+      io: 'input',
+    }) as JsonSchema;
     schema = rest;
     plainCache.set(contract, schema);
   }

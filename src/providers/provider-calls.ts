@@ -1,6 +1,7 @@
 // What every provider format shares: the caller's tools, and a turn's tool calls run through one
 // session, each as its own governed call, concurrently, answered in the order the model sent them.
 import type { ToolGateClient } from '../client';
+import type { CallContext } from '../shared/call-context';
 import type { ToolResult } from '../shared/tool-result';
 import type { AnyToolContract } from '../tools/define-tool';
 import { absentOptionalNulls, openAIStrictJsonSchema } from './json-schema';
@@ -11,6 +12,8 @@ export interface ProviderSession {
   /** The conversation: budgets, loop guard and circuit breaker count across its calls. */
   session: string;
   caller: string;
+  /** On whose behalf the conversation acts (the logged-in end user...), set by the harness: every call carries it. */
+  context?: CallContext;
 }
 
 /** One tool call as the model produced it, whatever the format. */
@@ -34,9 +37,17 @@ export type StrictMode = boolean | 'where-possible';
 export function runModelToolCalls(
   input: ProviderSession & { calls: readonly ModelToolCall[] },
 ): Promise<ToolResult[]> {
-  const { client, session, caller } = input;
+  const { client, session, caller, context } = input;
   return Promise.all(
-    input.calls.map((call) => client.call({ session, caller, tool: call.name, arguments: call.arguments })),
+    input.calls.map((call) =>
+      client.call({
+        session,
+        caller,
+        tool: call.name,
+        arguments: call.arguments,
+        ...(context !== undefined ? { context } : {}),
+      }),
+    ),
   );
 }
 

@@ -83,6 +83,10 @@ export interface CredentialClaims {
   iat: number;
   /** Expiry, in seconds since the epoch; at most `maxCredentialSeconds` after `iat`. */
   exp: number;
+  /** The end user the call acts for, when its context named one: a backend refuses it for another's resource. */
+  onBehalfOf?: string;
+  /** What the write rests on: the approvers whose decisions the minter verified, or the standing grant. */
+  approval?: { approvers: string[] } | { grant: string };
 }
 
 /** The longest a credential lives, in seconds. */

@@ -11,6 +11,7 @@ import type { RiskLevel } from '../tools/risk-levels';
 import type { ExecutionApproval } from './approval';
 import type { ApprovalNotificationPlan } from './notifications';
 import type { Proposal } from './proposal';
+import type { CallContext } from './call-context';
 
 /** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
 export interface ToolCapabilities {
@@ -117,11 +118,13 @@ export type LookupAnswer =
   | { status: 'not-seen' }
   | { status: 'broken'; problem: 'output-contract' | 'undeclared-code' };
 
-/** What every activity of a call receives: the tool, the call id and the validated arguments. */
+/** What every activity of a call receives: the tool, the call id, the validated arguments, its context. */
 export interface ToolCallActivityInput {
   tool: string;
   callId: string;
   args: Record<string, unknown>;
+  /** On whose behalf, as the proposal carried it (absent: none). */
+  context?: CallContext;
 }
 
 /** A business check's answer: pass, or a refusal with one of the tool's domain codes. */

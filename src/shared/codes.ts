@@ -9,14 +9,22 @@ export const errorCodes = [
   'LOOP_DETECTED',
   'CIRCUIT_OPEN',
   'SESSION_CLOSED',
+  // a proposal acting for another end user (or another context) than its session was opened with
+  'CONTEXT_MISMATCH',
   // step 1: the session's admission, resolution and allowlist
   'SESSION_REQUIRED',
   'UNKNOWN_TOOL',
   // the kill switch: an operator turned the tool off (for everyone or this caller)
   'TOOL_DISABLED',
   'TOOL_NOT_ALLOWED',
+  // the harness's context is malformed (a harness bug, or a raw client): nothing ran
+  'CONTEXT_INVALID',
   // step 2 and 3: parsing and schema
   'INVALID_JSON',
+  // the model sent a field the host fills from the context (a bound parameter)
+  'BOUND_PARAMETER_SENT',
+  // a bound parameter the tool requires has no value in the call's context
+  'CONTEXT_REQUIRED',
   'INVALID_ARGUMENTS',
   // step 4: idempotency
   'IDEMPOTENCY_CONFLICT',

@@ -265,3 +265,33 @@ export function beyondApprovalMessage(input: {
     `("${input.autonomy}"), and ${input.reason}. Do not retry; tell the user a human agent must do it.`
   );
 }
+
+/** `CONTEXT_INVALID`: the harness attached a context toolgate cannot read. */
+export function contextInvalidMessage(input: { problem: string }): string {
+  return (
+    `The harness attached a context toolgate cannot read (${input.problem}). Nothing ran. ` +
+    'Do not retry; tell the operator.'
+  );
+}
+
+/** `CONTEXT_MISMATCH`: a proposal acts for another end user than its session. */
+export const contextMismatchMessage =
+  'This proposal acts for another end user (or in another context) than its conversation was opened with. ' +
+  'Nothing ran. A conversation acts for one end user: do not retry; tell the operator.';
+
+/** `BOUND_PARAMETER_SENT`: the model sent a field the host fills. */
+export function boundParameterSentMessage(input: { tool: string; fields: readonly string[] }): string {
+  const fields = input.fields.join(', ');
+  return (
+    `${fields} ${input.fields.length > 1 ? 'are' : 'is'} filled by the host from the conversation ` +
+    `(whom you act for), never sent by you. Nothing ran. Call ${input.tool} again without ${fields}.`
+  );
+}
+
+/** `CONTEXT_REQUIRED`: a bound parameter the tool needs has no value in the conversation's context. */
+export function contextRequiredMessage(input: { tool: string; fields: readonly string[] }): string {
+  return (
+    `${input.tool} acts for an end user, and this conversation names none (${input.fields.join(', ')} ` +
+    'has no value). Nothing ran. Do not retry; tell the user this cannot be done here.'
+  );
+}

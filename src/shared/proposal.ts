@@ -1,3 +1,5 @@
+import type { CallContext, ContextSource } from './call-context';
+import { boundValues, isEmptyContext } from './call-context';
 import { canonicalJson, sha256Hex } from './canonical-json';
 
 /** The longest tool name a proposal carries; longer names are cut and can match no tool. */
@@ -43,6 +45,11 @@ export interface Proposal {
   userMessage?: string;
   /** Set when the user message was longer than `maxUserMessageBytes` and was cut. */
   userMessageTruncated?: true;
+  /**
+   * On whose behalf the agent acts, as the harness attached it (never the model): signed with the
+   * proposal, fixed for its session, the source of the tool's bound parameters. Absent: none.
+   */
+  context?: CallContext;
 }
 
 /** The raw arguments as an audit record keeps them: the text, or the size and digest of one over the cap. */
@@ -148,6 +155,8 @@ export function capProposal(input: {
   arguments: string | Record<string, unknown>;
   intentId?: string;
   userMessage?: string;
+  /** Already checked by the harness's client (`checkContext`); an empty one is left out. */
+  context?: CallContext;
 }): Proposal {
   const read =
     typeof input.arguments === 'string' ? { text: input.arguments } : argumentsText(input.arguments);
@@ -169,6 +178,7 @@ export function capProposal(input: {
     proposal.argumentsTooLarge = { bytes, sha256: sha256Hex(rawText) };
   }
   if (input.intentId !== undefined) proposal.intentId = input.intentId;
+  if (!isEmptyContext(input.context)) proposal.context = input.context;
   // Only text: the harness's JavaScript callers may pass anything, and it is never worth a failed call.
   if (typeof input.userMessage === 'string') {
     const message = cutToUtf8Bytes({ text: input.userMessage, maxBytes: maxUserMessageBytes });
@@ -209,9 +219,24 @@ function utf8Length(text: string): number {
 
 /**
  * The arguments part of the idempotency key: the canonical parsed value restricted to the tool's
- * `idempotencyFields`, or the raw text when it does not parse.
+ * `idempotencyFields`, or the raw text when it does not parse; with the values the tool's bound
+ * parameters take from the proposal's context, when it binds any.
  */
 export function keyArguments(input: {
+  proposal: Proposal;
+  idempotencyFields?: readonly string[] | undefined;
+  boundParameters?: Readonly<Record<string, ContextSource>> | undefined;
+}): unknown {
+  const args = modelKeyArguments(input);
+  if (!input.boundParameters) return args;
+  // The host's values win over anything the model sent under the same name (which is refused anyway).
+  const bound = boundValues({ boundParameters: input.boundParameters, context: input.proposal.context });
+  return args !== null && typeof args === 'object' && !Array.isArray(args)
+    ? { ...(args as Record<string, unknown>), ...bound }
+    : { arguments: args, bound };
+}
+
+function modelKeyArguments(input: {
   proposal: Proposal;
   idempotencyFields?: readonly string[] | undefined;
 }): unknown {
@@ -237,6 +262,7 @@ export function keyArguments(input: {
 export function deriveCallId(input: {
   proposal: Proposal;
   idempotencyFields?: readonly string[] | undefined;
+  boundParameters?: Readonly<Record<string, ContextSource>> | undefined;
 }): string {
   const { proposal } = input;
   const key =
@@ -259,7 +285,11 @@ export function isCallId(text: string): boolean {
   return callIdPattern.test(text);
 }
 
-/** Digest of what the proposal asks for (all arguments), used to refuse an `intentId` reused with other arguments. */
+/**
+ * Digest of what the proposal asks for (all arguments, and its context when it has one), used to
+ * refuse an `intentId` reused with other arguments or for another end user.
+ */
 export function proposalArgumentsDigest(proposal: Proposal): string {
-  return sha256Hex(canonicalJson(keyArguments({ proposal })));
+  const args = keyArguments({ proposal });
+  return sha256Hex(canonicalJson(proposal.context ? { arguments: args, context: proposal.context } : args));
 }

@@ -1,6 +1,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { sha256Hex } from './canonical-json';
 import type { Proposal } from './proposal';
+import type { CallContext } from './call-context';
 import type { ToolResult } from './tool-result';
 
 /** The workflow type every session runs as; the user's workflows module exports it under this name. */
@@ -52,6 +53,8 @@ export interface OpenCircuit {
 export interface SessionStats {
   session: string;
   caller?: string;
+  /** On whose behalf the session acts, fixed at its first admission; absent when it names nobody. */
+  context?: CallContext;
   closed: boolean;
   closedReason?: string;
   steps: number;

@@ -1,3 +1,4 @@
+import type { CallContext } from './call-context';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { Sinks } from '@temporalio/workflow';
@@ -78,6 +79,8 @@ export interface CallState {
   tool: string;
   caller: string;
   session: string;
+  /** On whose behalf (end user, tenant, channel), as the proposal carried it; for approvers to read. */
+  context?: CallContext;
   validatedArguments?: Record<string, unknown>;
   riskLevel?: string;
   /** Why approval was asked, in words (the policy rule). */

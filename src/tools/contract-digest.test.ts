@@ -7,6 +7,18 @@ import type { RiskLevel } from './risk-levels';
 import { markUnrepresentable, zodTypeKeyword } from './unrepresentable-types';
 import { getOrderContract } from '../../examples/orders/orders-contracts';
 
+/** The orders example's get_order as it was before it bound its customer to the context. */
+const getOrderContractWithoutBinding = defineToolContract({
+  name: getOrderContract.name,
+  description: getOrderContract.description,
+  input: z.strictObject({ order_id: getOrderContract.input.shape.order_id }),
+  output: getOrderContract.output,
+  effect: 'read',
+  domainCodes: { ORDER_NOT_FOUND: 'no order has this id' },
+  summarize: getOrderContract.summarize,
+  examples: getOrderContract.examples,
+});
+
 /** A refund contract with what a deploy may change; every default is the same from one call to the next. */
 function refund(
   changes: {
@@ -112,7 +124,7 @@ describe('the amount function', () => {
 
   it('leaves the digest of a tool that declares none exactly as it was before amounts existed', () => {
     // Canonical JSON of the same keys is the same bytes: no key for an amount, none set to undefined.
-    for (const contract of [refund(), getOrderContract]) {
+    for (const contract of [refund(), getOrderContractWithoutBinding]) {
       const digested = contractDigestInputOf(contract);
       expect(Object.keys(digested).sort()).toEqual([
         'domainCodes',
@@ -128,6 +140,13 @@ describe('the amount function', () => {
       expect(contractDigestOf({ contract })).toBe(digestOf(digested));
     }
     expect(contractDigestOf({ contract: refund() })).toBe(before);
+  });
+
+  it('covers bound parameters only when a tool declares them', () => {
+    expect(contractDigestInputOf(getOrderContract).boundParameters).toEqual({ customer_id: 'onBehalfOf' });
+    expect(contractDigestOf({ contract: getOrderContract })).not.toBe(
+      contractDigestOf({ contract: getOrderContractWithoutBinding }),
+    );
   });
 
   it('covers its source and what it gives each example when declared', () => {

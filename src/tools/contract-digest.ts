@@ -75,6 +75,8 @@ export function contractDigestInputOf(contract: AnyToolContract): Record<string,
     effect: contract.effect,
     domainCodes: Object.keys(contract.domainCodes).sort(),
     idempotencyFields: contract.idempotencyFields ? [...contract.idempotencyFields].sort() : null,
+    // Present only when declared, so a tool that binds nothing keeps the digest it always had.
+    ...(contract.boundParameters ? { boundParameters: { ...contract.boundParameters } } : {}),
     functions: {
       risk: authoredRiskSourceOf(contract) ?? contract.risk.toString(),
       resource: contract.resource.toString(),

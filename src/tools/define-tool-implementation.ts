@@ -1,11 +1,16 @@
 import type { z } from 'zod';
+import type { CallContext } from '../shared/call-context';
 import type { AnyToolContract, ToolContract, ToolInputSchema } from './define-tool';
 import { declaresDomainCode, ToolDefinitionError } from './define-tool';
 
-/** What every implementation function receives: validated arguments and the call id, the idempotency key. */
+/**
+ * What every implementation function receives: validated arguments (bound parameters filled), the
+ * call id (the idempotency key), and on whose behalf the agent acts (`{}` when the harness said nothing).
+ */
 export interface ToolCallContext<Args> {
   args: Args;
   callId: string;
+  context: CallContext;
 }
 
 /** What `execute` (and an output adapter's `request`) receives on each attempt. */

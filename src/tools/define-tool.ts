@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { ContextSource } from '../shared/call-context';
+import { isContextSource } from '../shared/call-context';
 import { codePattern, isBuiltInCode } from '../shared/codes';
 import type { RiskLevel } from './risk-levels';
 import { riskLevels } from './risk-levels';
@@ -52,6 +54,12 @@ export interface ToolContract<
   readonly domainCodes: Readonly<Record<string, string>>;
   /** Fields that identify the effect; others (e.g. a free-text reason) do not change the call id. */
   readonly idempotencyFields?: readonly string[];
+  /**
+   * Input fields the host fills from the call's context (`customer_id: 'onBehalfOf'`), never the
+   * model: absent from every schema the model sees, refused when the model sends them
+   * (`BOUND_PARAMETER_SENT`), part of the call id and of what an approval signs.
+   */
+  readonly boundParameters?: Readonly<Record<string, ContextSource>>;
   /** A short line a person reads in the Temporal UI, e.g. `refund 2590 BRL on ORD-1001`. */
   readonly summarize: (args: z.output<Input>) => string;
   /** Overrides the executor's retry for this tool. */
@@ -83,6 +91,13 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
   risk?: (input: RiskInput<z.output<Input>>) => RiskLevel;
   domainCodes?: Record<string, string>;
   idempotencyFields?: readonly (keyof z.output<Input> & string)[];
+  /**
+   * Input fields filled from the call's context, never by the model, e.g. `{ customer_id: 'onBehalfOf' }`
+   * (or `'tenant'`, `'channel'`, `'claims.<name>'`): each a text field of the input. Hidden from the
+   * model's schemas; a model that sends one is refused with `BOUND_PARAMETER_SENT`. A required field
+   * whose context lacks the value is `CONTEXT_REQUIRED`; an optional one stays absent.
+   */
+  boundParameters?: Partial<Record<keyof z.output<Input> & string, ContextSource>>;
   summarize?: (args: z.output<Input>) => string;
   retry?: Partial<ExecutionRetry>;
   resource?: (args: z.output<Input>) => string;
@@ -154,6 +169,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
       fail(`idempotencyFields names "${field}", which is not an input field`);
     }
   }
+  const boundParameters = checkBoundParameters({ definition, fail });
   const examples = checkExamples({ definition, fail });
   checkAmount({ definition, fail });
   const risk = definition.risk;
@@ -174,6 +190,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     risk: wrappedRisk,
     domainCodes: Object.freeze({ ...domainCodes }),
     ...(definition.idempotencyFields ? { idempotencyFields: [...definition.idempotencyFields] } : {}),
+    ...(boundParameters ? { boundParameters } : {}),
     summarize: definition.summarize ?? ((): string => name),
     resource: definition.resource ?? ((): string => name),
     ...(definition.amount ? { amount: definition.amount } : {}),
@@ -197,6 +214,64 @@ const authoredBehindWrapper = new WeakMap<object, (input: never) => unknown>();
 /** The source text of the risk function the tool's author wrote, or `undefined` for a read or a contract not made by `defineToolContract`. */
 export function authoredRiskSourceOf(contract: object): string | undefined {
   return authoredRiskFunctions.get(contract)?.toString();
+}
+
+/**
+ * The bound parameters' rules: each names an input field whose schema takes text (a string or an
+ * enum of strings) and a context source; frozen, or undefined when none is declared.
+ */
+function checkBoundParameters<Input extends ToolInputSchema>(input: {
+  definition: { input: Input; boundParameters?: Partial<Record<string, ContextSource>> };
+  fail: (problem: string) => never;
+}): Readonly<Record<string, ContextSource>> | undefined {
+  const { definition, fail } = input;
+  const declared = definition.boundParameters;
+  if (declared === undefined) return undefined;
+  if (declared === null || typeof declared !== 'object' || Array.isArray(declared)) {
+    fail(
+      "boundParameters must be an object of input field to context source, e.g. { customer_id: 'onBehalfOf' }",
+    );
+  }
+  const bound: Record<string, ContextSource> = {};
+  for (const [field, source] of Object.entries(declared) as [string, unknown][]) {
+    if (!Object.hasOwn(definition.input.shape, field)) {
+      fail(`boundParameters names "${field}", which is not an input field`);
+    }
+    if (!isContextSource(source)) {
+      fail(
+        `boundParameters.${field} is ${JSON.stringify(source)}; a context source is "onBehalfOf", "tenant", "channel" or "claims.<name>"`,
+      );
+    }
+    const type = unwrap(definition.input.shape[field] as z.ZodType)._zod.def.type;
+    if (type !== 'string' && type !== 'enum') {
+      fail(
+        `boundParameters.${field}: the field must take text (z.string() or z.enum), since a context holds text`,
+      );
+    }
+    bound[field] = source as ContextSource;
+  }
+  return Object.keys(bound).length > 0 ? Object.freeze(bound) : undefined;
+}
+
+const modelInputs = new WeakMap<object, ToolInputSchema>();
+
+/**
+ * The input schema the model sees: the contract's, without its bound parameters (the host fills
+ * them). The same schema object when the tool binds none.
+ */
+export function modelInputSchema(
+  contract: Pick<AnyToolContract, 'input' | 'boundParameters'>,
+): ToolInputSchema {
+  const bound = contract.boundParameters;
+  if (!bound) return contract.input;
+  let schema = modelInputs.get(contract);
+  if (!schema) {
+    const mask: Record<string, true> = {};
+    for (const field of Object.keys(bound)) mask[field] = true;
+    schema = contract.input.omit(mask as never);
+    modelInputs.set(contract, schema);
+  }
+  return schema;
 }
 
 /** The definition's examples, copied and frozen, once each has passed the input schema. */

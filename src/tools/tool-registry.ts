@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AnyToolContract, ToolContract, ToolInputSchema } from './define-tool';
-import { ToolDefinitionError } from './define-tool';
+import { modelInputSchema, ToolDefinitionError } from './define-tool';
 
 /** A provider-neutral tool definition; `parameters` is generated from the very schema that validates. */
 export interface ToolDefinition {
@@ -32,7 +32,10 @@ export function createToolRegistry(input: {
   const definitionOf = (tool: AnyToolContract): ToolDefinition => {
     let definition = definitionCache.get(tool.name);
     if (!definition) {
-      const { $schema: _schema, ...parameters } = z.toJSONSchema(tool.input) as Record<string, unknown>;
+      const { $schema: _schema, ...parameters } = z.toJSONSchema(modelInputSchema(tool)) as Record<
+        string,
+        unknown
+      >;
       definition = { name: tool.name, description: tool.description, parameters };
       definitionCache.set(tool.name, definition);
     }

@@ -30,6 +30,7 @@ import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
 import {
   circuitOpenMessage,
+  contextMismatchMessage,
   internalErrorMessage,
   loopDetectedMessage,
   notSessionOwnerMessage,
@@ -37,12 +38,16 @@ import {
   stepLimitMessage,
 } from '../shared/model-messages';
 import { nameRecord } from '../shared/own-records';
+import type { CallContext } from '../shared/call-context';
+import { contextKey, isEmptyContext } from '../shared/call-context';
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
 export interface SessionInput {
   session: string;
   carried?: {
     caller?: string;
+    /** The context the session was opened with (its first admitted proposal's), once it has one. */
+    context?: CallContext;
     closed: boolean;
     closedReason?: string;
     steps: number;
@@ -96,6 +101,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   const sinks = proxySinks<ToolGateSinks>();
   const state = {
     caller: carried?.caller,
+    context: carried?.context,
     closed: carried?.closed ?? false,
     closedReason: carried?.closedReason,
     steps: carried?.steps ?? 0,
@@ -133,6 +139,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     return {
       session: input.session,
       ...(state.caller !== undefined ? { caller: state.caller } : {}),
+      ...(state.context !== undefined && !isEmptyContext(state.context) ? { context: state.context } : {}),
       closed: state.closed,
       ...(state.closedReason !== undefined ? { closedReason: state.closedReason } : {}),
       steps: state.steps,
@@ -278,10 +285,13 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     await snapshotOf(proposal.caller);
     const owned =
       proposal.session === input.session && (state.caller === undefined || state.caller === proposal.caller);
+    // A session acts for one end user: the context its first proposal carried, and no other.
+    const sameContext =
+      state.context === undefined || contextKey(state.context) === contextKey(proposal.context);
     // One local activity checks the signature and, for a proposal this state admits, signs its
     // ticket. Nothing else changes the state until this admission ends (`inTurn`), so the decision
     // below is the one foreseen here: a refused proposal never gets a ticket, in history or anywhere.
-    const checked = await checkedByWorker({ request, admits: owned && foresee(request) });
+    const checked = await checkedByWorker({ request, admits: owned && sameContext && foresee(request) });
     // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
     if (checked.failed) {
       // The worker could not check it: not a forgery, and nothing counted. The model is told so.
@@ -294,7 +304,14 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       auditRefusal(request, refused.result);
       return refused;
     }
+    // Signed by the owner, for someone else: uses no step either (the harness's doing, not the model's).
+    if (!sameContext) {
+      const refused = reject('CONTEXT_MISMATCH', contextMismatchMessage);
+      auditRefusal(request, refused.result);
+      return refused;
+    }
     state.caller ??= proposal.caller;
+    state.context ??= proposal.context ?? {};
     lastActivityAt = Date.now();
     const decided = decide(request, reject);
     const decision =

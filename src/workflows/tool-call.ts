@@ -22,6 +22,7 @@ import type {
   CheckOutcome,
   EvaluatedCall,
   LookupAnswer,
+  ToolCallActivityInput,
 } from '../shared/call-evaluation';
 import {
   approvalCancelledMessage,
@@ -292,7 +293,7 @@ interface Executed {
 class ToolSteps {
   private readSteps!: ToolCallActivities;
   private writeSteps!: ToolCallActivities;
-  private activityInput!: { tool: string; callId: string; args: Record<string, unknown> };
+  private activityInput!: ToolCallActivityInput;
   private current!: EvaluatedCall;
 
   constructor(
@@ -324,7 +325,14 @@ class ToolSteps {
     // same retries, no server round trip each. A write's execution is a server-side activity.
     this.readSteps = proxyLocalActivities<ToolCallActivities>(options);
     this.writeSteps = proxyActivities<ToolCallActivities>(options);
-    this.activityInput = { tool: evaluated.tool, callId: call.callId, args: evaluated.args };
+    const context = call.proposal.context;
+    this.activityInput = {
+      tool: evaluated.tool,
+      callId: call.callId,
+      args: evaluated.args,
+      // Only when the harness attached one, so the activities of a call without one run as before.
+      ...(context ? { context } : {}),
+    };
   }
 
   /** Step 6 (and 7b): the tool's read-only business checks; a refusal carries its domain code. */
@@ -528,6 +536,7 @@ class CallRun {
       tool: this.proposal.tool,
       caller: this.proposal.caller,
       session: this.proposal.session,
+      ...(this.proposal.context !== undefined ? { context: this.proposal.context } : {}),
       decisions: [],
     };
     setHandler(callStateQuery, () => this.state);
@@ -1042,6 +1051,7 @@ class CallRun {
       rawArguments: auditedRawArguments(proposal),
       ...(proposal.intentId !== undefined ? { intentId: proposal.intentId } : {}),
       ...(typeof proposal.userMessage === 'string' ? { userMessage: proposal.userMessage } : {}),
+      ...(proposal.context !== undefined ? { context: proposal.context } : {}),
       ...(evaluation?.args ? { validatedArguments: evaluation.args } : {}),
       ...(evaluation?.riskLevel ? { riskLevel: evaluation.riskLevel } : {}),
       ...(evaluation ? { policyVersion: evaluation.policyVersion } : {}),

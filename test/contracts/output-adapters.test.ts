@@ -165,7 +165,7 @@ describe('what an adapter must make of each scenario', () => {
     expect(result.problems).toEqual([
       {
         message:
-          "answers CREDENTIAL_MISSING, which is not one of the tool's domain codes (ORDER_NOT_FOUND): the model would get INTERNAL_ERROR",
+          "answers CREDENTIAL_MISSING, which is not one of the tool's domain codes (ORDER_NOT_FOUND, ORDER_NOT_OWNED): the model would get INTERNAL_ERROR",
       },
     ]);
   });
@@ -268,6 +268,7 @@ describe('an implementation with an output adapter', () => {
     const output = await refund!.implementation.execute({
       args: refundArgs,
       callId: 'tc-1',
+      context: {},
       idempotencyKey: 'tc-1',
       attempt: 1,
       credential: 'token',

@@ -755,6 +755,7 @@ describe('credential seam (in-process service)', () => {
         currency: 'BRL',
         reason: 'damaged',
         idempotencyKey,
+        orderOwner: 'CUS-1',
       },
       {
         credential: null,
@@ -764,6 +765,7 @@ describe('credential seam (in-process service)', () => {
         currency: 'BRL',
         reason: 'damaged',
         idempotencyKey,
+        orderOwner: 'CUS-1',
       },
       {
         credential: 'good',
@@ -773,6 +775,7 @@ describe('credential seam (in-process service)', () => {
         currency: 'BRL',
         reason: 'damaged',
         idempotencyKey,
+        orderOwner: 'CUS-1',
       },
     ]);
   });

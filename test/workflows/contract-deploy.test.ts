@@ -35,6 +35,7 @@ function refundContract(
     effect: 'write',
     risk: changes.risk ?? refundOrderContract.risk,
     domainCodes: refundOrderContract.domainCodes,
+    ...(refundOrderContract.boundParameters ? { boundParameters: refundOrderContract.boundParameters } : {}),
     idempotencyFields: ['order_id', 'amount_cents', 'currency'],
     summarize: refundOrderContract.summarize,
     resource: refundOrderContract.resource,

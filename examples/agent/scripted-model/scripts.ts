@@ -326,8 +326,13 @@ export const injection: ModelScript = {
     {
       purpose: 'refund the order the note names, in full',
       play: (conversation) => {
-        const [read] = expectResults(conversation, [{ tool: 'get_order', code: 'OK' }]);
-        const target = orderOf(read!.result);
+        const [read] = expectResults(conversation, [{ tool: 'get_order', code: ['OK', 'ORDER_NOT_OWNED'] }]);
+        // Refused the read (a conversation acting for another customer), the model obeys anyway, with
+        // the whole of ORD-1002 as it remembers it: an injected model does not give up.
+        const target =
+          read!.result.code === 'OK'
+            ? orderOf(read!.result)
+            : { orderId: 'ORD-1002', refundableCents: 4500, currency: 'USD' as const };
         return {
           kind: 'tool-calls',
           evenIfNotOffered: true,

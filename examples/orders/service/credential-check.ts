@@ -61,6 +61,7 @@ function expectedClaimsOf(check: CredentialCheck): {
       amount_cents: check.amountCents,
       currency: check.currency,
       reason: check.reason,
+      ...(check.customerId !== undefined ? { customer_id: check.customerId } : {}),
     }),
   };
 }
@@ -89,6 +90,7 @@ export function createCredentialCheck({
       token: check.credential,
       minterPublicKeyHex,
       expected: expectedClaimsOf(check),
+      ...(check.orderOwner !== undefined ? { resourceOwner: check.orderOwner } : {}),
     });
     if (!result.ok) return refuse(result.code, result.message);
     const { jti } = result.claims;

@@ -30,6 +30,10 @@ export type CredentialCheck = {
   /** Part of the refund's tool arguments, so a credential's argument digest covers it too. */
   reason: RefundReason;
   idempotencyKey: string;
+  /** The customer the request says it acts for (part of the arguments' digest), when it names one. */
+  customerId?: string;
+  /** Whose order it is, when it exists: a credential minted for another end user is refused. */
+  orderOwner?: string;
 };
 
 /** A credential check's answer; a refusal is sent to the caller as `{code, message}` with its status. */
@@ -64,6 +68,8 @@ const refundBodySchema = z.strictObject({
   reason: z.enum(REFUND_REASONS, {
     error: `must be one of ${REFUND_REASONS.join(', ')}`,
   }),
+  // The customer the refund is made for, when the caller acts for one: another's order is refused.
+  customer_id: z.string().min(1).max(128).optional(),
 });
 
 const faultCountSchema = z
@@ -379,6 +385,7 @@ export function createOrdersServer({
     if (testMode) refundRequestsByKey.set(idempotencyKey, (refundRequestsByKey.get(idempotencyKey) ?? 0) + 1);
     simulateOutage(idempotencyKey);
     const body = parseWith(refundBodySchema, await readJsonBody(c.req.raw), 'refund request');
+    const owner = database.getOrder({ orderId })?.customerId;
     const verdict = await verifyCredential({
       credential: bearerCredentialOf(c),
       operation: 'refund',
@@ -387,8 +394,17 @@ export function createOrdersServer({
       currency: body.currency,
       reason: body.reason,
       idempotencyKey,
+      ...(body.customer_id !== undefined ? { customerId: body.customer_id } : {}),
+      ...(owner !== undefined ? { orderOwner: owner } : {}),
     });
     if (!verdict.accepted) throw new HttpError(verdict.status, verdict.code, verdict.message);
+    if (body.customer_id !== undefined && owner !== undefined && body.customer_id !== owner) {
+      throw new HttpError(
+        403,
+        'ORDER_NOT_OWNED',
+        `Order ${orderId} is not an order of customer ${body.customer_id}. Nothing was applied.`,
+      );
+    }
     simulateConcurrentRefund(orderId, idempotencyKey);
     const result = database.applyRefund({
       orderId,
