@@ -102,6 +102,15 @@ async function main(): Promise<void> {
         arguments: harness.refundArguments({ currency: 'USD' }),
       });
       await record('refund-business-rejection', mismatch.callId);
+      // On whose behalf: CUS-1's conversation refunding CUS-2's order, refused at the checks.
+      const notOwned = await harness.client.call({
+        session: harness.newSession(),
+        caller: refunder,
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ order_id: 'ORD-1002', currency: 'USD', amount_cents: 1000 }),
+        context: { onBehalfOf: 'CUS-1', channel: 'end-user-chat' },
+      });
+      await record('refund-not-owned', notOwned.callId);
       const limit = await harness.call({
         caller: refunder,
         tool: 'refund_order',

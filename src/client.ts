@@ -218,7 +218,13 @@ export class ToolGateClient {
         workflowId: callId,
         taskQueue: this.taskQueue,
         // The start input carries the session's ticket: the worker runs no call its session did not admit.
-        args: [{ ...request, ...(admission.ticket !== undefined ? { admission: admission.ticket } : {}) }],
+        args: [
+          {
+            ...request,
+            ...(admission.ticket !== undefined ? { admission: admission.ticket } : {}),
+            ...(admission.untrusted !== undefined ? { untrusted: admission.untrusted } : {}),
+          },
+        ],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy:
           contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',

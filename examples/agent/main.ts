@@ -32,7 +32,9 @@ Runs one conversation through toolgate against \`npm start\` (start it first, in
 
 Options:
   --message TEXT     the user's message (default: the script's opening message)
-  --caller NAME      who the agent acts for, as the policy names it (default support-bot)
+  --caller NAME      the agent's principal, as the policy names it (default support-bot)
+  --customer ID      the customer logged in to the chat: every call acts for them (default: the
+                     script's customer; --customer none for an internal agent acting for nobody)
   --script NAME      the scripted model's script: ${modelScripts.map((script) => script.name).join(', ')}
                      (default refund-story; with LLM_BASE_URL, only its opening message is used)
   --stream           ask the model for server-sent events
@@ -91,6 +93,7 @@ async function main(): Promise<number> {
     options: {
       message: { type: 'string' },
       caller: { type: 'string', default: 'support-bot' },
+      customer: { type: 'string' },
       script: { type: 'string', default: 'refund-story' },
       stream: { type: 'boolean', default: false },
       'no-wait': { type: 'boolean', default: false },
@@ -118,6 +121,9 @@ async function main(): Promise<number> {
   }
   const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
   const caller = values.caller;
+  // Who is logged in comes from the harness's own login, never from the model: here, the option.
+  const scripted = scriptNamed(values.script);
+  const customer = values.customer === 'none' ? undefined : (values.customer ?? scripted?.customer);
   const session = values.session ?? `agent-${randomUUID()}`;
   const message = values.message ?? script.userMessage;
 
@@ -173,7 +179,10 @@ async function main(): Promise<number> {
       },
     });
 
-    say(`caller: ${caller}, session: ${session} (search SessionId="${session}" in the Temporal UI)\n`);
+    say(
+      `caller: ${caller}${customer !== undefined ? `, on behalf of ${customer}` : ''}, session: ${session} ` +
+        `(search SessionId="${session}" in the Temporal UI)\n`,
+    );
     say(`user>  ${indent(message)}`);
     const messages: ChatCompletionMessageParam[] = [
       { role: 'system', content: systemPrompt },
@@ -208,6 +217,7 @@ async function main(): Promise<number> {
       client,
       session,
       caller,
+      ...(customer !== undefined ? { context: { onBehalfOf: customer, channel: 'end-user-chat' } } : {}),
       messages,
       stream: values.stream,
       maxTurns,

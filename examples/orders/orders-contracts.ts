@@ -32,6 +32,8 @@ export const getOrderContract = defineToolContract({
   }),
   effect: 'read',
   boundParameters: { customer_id: 'onBehalfOf' },
+  // The note is text a customer wrote: a conversation that read one is tainted (the policy's untrustedText).
+  untrustedOutput: ['note'],
   domainCodes: {
     ORDER_NOT_FOUND: 'no order has this id',
     ORDER_NOT_OWNED: 'the order is not the customer the conversation acts for',

@@ -16,6 +16,7 @@ import {
   boundParameterSentMessage,
   contextInvalidMessage,
   contextRequiredMessage,
+  untrustedTextReadMessage,
   callIdMismatchMessage,
   sessionRequiredMessage,
   toolDisabledMessage,
@@ -26,6 +27,10 @@ import {
 import type { DisabledSwitch } from '../shared/controls';
 import type { ApplicableQuota } from '../shared/quotas';
 import type { CallContext } from '../shared/call-context';
+import { callerPolicyIn } from '../policy/context-policy';
+import type { CallerPolicy } from '../policy/policy-schema';
+import type { UntrustedRead } from '../shared/untrusted-text';
+import { describeUntrustedReads } from '../shared/untrusted-text';
 import { disabledData } from '../shared/controls';
 import { ownValue } from '../shared/own-records';
 import { deriveCallId, parseArguments } from '../shared/proposal';
@@ -92,7 +97,11 @@ export function evaluateCall(input: {
     });
   }
 
-  const available = snapshot.callerPolicy?.tools ?? [];
+  // The caller's policy as it applies in this call's context (channel, tenant).
+  const callerPolicy = snapshot.callerPolicy
+    ? callerPolicyIn({ callerPolicy: snapshot.callerPolicy, context: actingFor.context })
+    : { publicKey: '', tools: [], autonomy: 'read' as const };
+  const available = callerPolicy.tools;
   const contract = proposal.toolNameTruncated ? undefined : context.registry.get(proposal.tool);
   if (!contract) {
     return refuse({
@@ -156,14 +165,35 @@ export function evaluateCall(input: {
   const args = validation.args;
   const summary = summaryOf({ contract, args });
 
-  const callerPolicy = snapshot.callerPolicy ?? { publicKey: '', tools: [], autonomy: 'read' as const };
   const verdict = evaluatePolicy({ contract, args, caller: proposal.caller, callerPolicy });
   const judged = { args, summary, riskLevel: verdict.riskLevel };
   if (!verdict.ok) {
     return refuse({ code: verdict.code, message: verdict.message, data: verdict.data }, judged);
   }
   const level = verdict.riskLevel;
-  const quorum = callerPolicy.approval?.quorum?.[level] ?? 1;
+  // Taint: a write in a session that read untrusted text needs what the policy says.
+  const untrusted = untrustedRuleFor({ callerPolicy, contract, reads: check.untrusted ?? [] });
+  if (untrusted?.writes === 'refuse') {
+    return refuse(
+      {
+        code: 'UNTRUSTED_TEXT_READ',
+        message: untrustedTextReadMessage({ tool: contract.name, reason: untrusted.reason }),
+        data: { untrusted: check.untrusted },
+      },
+      judged,
+    );
+  }
+  const needsApproval = verdict.needsApproval || untrusted !== undefined;
+  const quorum = Math.max(callerPolicy.approval?.quorum?.[level] ?? 1, untrusted?.quorum ?? 1);
+  const rules = [
+    ...(verdict.needsApproval
+      ? [
+          `${contract.name} at risk level "${level}" is above ${proposal.caller}'s autonomy ` +
+            `("${callerPolicy.autonomy}")`,
+        ]
+      : []),
+    ...(untrusted ? [untrusted.reason] : []),
+  ];
   const windowMs = approvalWindowMs({
     policy: context.policy.file,
     tool: contract.name,
@@ -192,21 +222,42 @@ export function evaluateCall(input: {
         caller: proposal.caller,
         contract,
         args,
-        needsApproval: verdict.needsApproval,
+        needsApproval,
+        context: actingFor.context,
       }),
-      ...(verdict.needsApproval
+      ...(contract.untrustedOutput
+        ? { untrustedOutput: contract.untrustedOutput === true ? true : [...contract.untrustedOutput] }
+        : {}),
+      ...(needsApproval
         ? {
             approval: {
               quorum,
               windowMs,
-              rule:
-                `${contract.name} at risk level "${level}" is above ${proposal.caller}'s autonomy ` +
-                `("${callerPolicy.autonomy}"): approval by ${quorum} approver(s) granted "${level}"`,
+              rule: `${rules.join('; ')}: approval by ${quorum} approver(s) granted "${level}"`,
               ...(context.notifications ? { notifications: context.notifications } : {}),
             },
           }
         : {}),
     },
+  };
+}
+
+/**
+ * The untrusted-text rule that applies to this call, if any: the caller's policy has one, the tool is
+ * a write it covers, and the session read untrusted text; with the reason approvers read.
+ */
+function untrustedRuleFor(input: {
+  callerPolicy: CallerPolicy;
+  contract: AnyToolContract;
+  reads: readonly UntrustedRead[];
+}): { writes: 'approval' | 'refuse'; quorum?: number; reason: string } | undefined {
+  const rule = input.callerPolicy.untrustedText;
+  if (!rule || input.contract.effect !== 'write' || input.reads.length === 0) return undefined;
+  if (rule.tools !== undefined && !rule.tools.includes(input.contract.name)) return undefined;
+  return {
+    writes: rule.writes,
+    ...(rule.quorum !== undefined ? { quorum: rule.quorum } : {}),
+    reason: describeUntrustedReads(input.reads),
   };
 }
 
@@ -264,8 +315,12 @@ function quotasOf(input: {
   contract: AnyToolContract;
   args: Record<string, unknown>;
   needsApproval: boolean;
+  context: CallContext;
 }): { quotas?: ApplicableQuota[]; amount?: number } {
-  const found = input.policy.quotasFor({ caller: input.caller, tool: input.contract.name });
+  // A limit per end user counts the call under whom it acts for (a call for nobody: under no one).
+  const found = input.policy
+    .quotasFor({ caller: input.caller, tool: input.contract.name })
+    .map((quota) => (quota.perEndUser ? { ...quota, endUser: input.context.onBehalfOf ?? '' } : quota));
   const quotas = found.length > 0 ? { quotas: found } : {};
   if (found.length === 0 && !input.needsApproval) return {};
   const amountOf = input.contract.amount;

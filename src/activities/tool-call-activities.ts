@@ -301,7 +301,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
             callId: input.callId,
             runId: input.runId,
             args: input.args,
-            ...(input.context?.onBehalfOf !== undefined ? { onBehalfOf: input.context.onBehalfOf } : {}),
+            ...(input.context ? { context: input.context } : {}),
             ...(input.approval ? { approval: input.approval } : {}),
           });
         } catch (error) {
@@ -443,7 +443,12 @@ function admissionClaims(check: SignedProposal & { proposalId: string }): Admiss
     session: check.proposal.session,
     proposalId: check.proposalId,
     callId: check.callId,
-    proposalDigest: digestOf({ callId: check.callId, proposal: check.proposal }),
+    // What the session had read is part of what the ticket binds (absent when nothing: as before).
+    proposalDigest: digestOf(
+      check.untrusted?.length
+        ? { callId: check.callId, proposal: check.proposal, untrusted: check.untrusted }
+        : { callId: check.callId, proposal: check.proposal },
+    ),
   };
 }
 

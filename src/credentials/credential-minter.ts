@@ -14,6 +14,8 @@ import type { RoundBinding } from '../shared/decision-rules';
 import { distinctApprovers, judgeDecision, quorumReached } from '../shared/decision-rules';
 import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract } from '../tools/define-tool';
+import type { CallContext } from '../shared/call-context';
+import { callerPolicyIn } from '../policy/context-policy';
 import { createAdmissionTickets } from './admission-tickets';
 import type { AdmissionTickets } from './admission-tickets';
 import { signCredential } from './credential-token';
@@ -42,8 +44,8 @@ export interface CredentialMinter {
     callId: string;
     runId: string;
     args: Record<string, unknown>;
-    /** The end user the call acts for (its context's `onBehalfOf`); the credential names it. */
-    onBehalfOf?: string;
+    /** On whose behalf the call acts: the policy as it applies there, and the end user the credential names. */
+    context?: CallContext;
     approval?: ExecutionApproval;
   }): Promise<string>;
   /** Admission tickets, signed with the same key: they bind each call to its session's admission. */
@@ -67,7 +69,8 @@ export function createCredentialMinter(input: {
 }): CredentialMinter {
   return {
     tickets: createAdmissionTickets({ privateKey: input.privateKey }),
-    mint: async ({ contract, caller, callId, runId, args, onBehalfOf, approval }) => {
+    mint: async ({ contract, caller, callId, runId, args, context, approval }) => {
+      const onBehalfOf = context?.onBehalfOf;
       // A parameter bound to the end user must hold the end user the credential will name.
       for (const [field, source] of Object.entries(contract.boundParameters ?? {})) {
         if (source === 'onBehalfOf' && args[field] !== undefined && args[field] !== onBehalfOf) {
@@ -75,8 +78,9 @@ export function createCredentialMinter(input: {
         }
       }
       const policy = input.policy();
-      const callerPolicy = policy.callerPolicy(caller);
-      if (!callerPolicy) throw new MintRefusal(`caller ${caller} is not in the minter's policy`);
+      const policyOfCaller = policy.callerPolicy(caller);
+      if (!policyOfCaller) throw new MintRefusal(`caller ${caller} is not in the minter's policy`);
+      const callerPolicy = callerPolicyIn({ callerPolicy: policyOfCaller, context });
       const verdict = evaluatePolicy({ contract, args, caller, callerPolicy });
       if (!verdict.ok) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
       const argsDigest = digestOf(args);

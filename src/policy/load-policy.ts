@@ -238,6 +238,7 @@ export function checkPolicy(input: {
             windowMs: durationMs(quota.window),
             ...(quota.maxCalls !== undefined ? { maxCalls: quota.maxCalls } : {}),
             ...(quota.maxAmount !== undefined ? { maxAmount: quota.maxAmount } : {}),
+            ...(quota.perEndUser ? { perEndUser: true as const } : {}),
           }));
       return [
         ...applicable('deployment', file.quotas),

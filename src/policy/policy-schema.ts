@@ -36,6 +36,12 @@ export const quotaSchema = z
       .min(1)
       .optional()
       .describe("at most this much in total within the window (the tool's amount, e.g. cents)"),
+    perEndUser: z
+      .boolean()
+      .optional()
+      .describe(
+        "count each end user apart (the context's onBehalfOf), e.g. at most 3 refunds per customer per day",
+      ),
   })
   .refine(
     (quota) => quota.maxCalls !== undefined || quota.maxAmount !== undefined,
@@ -55,6 +61,17 @@ export const approvalPolicySchema = z.strictObject({
     .partialRecord(riskLevel, z.int().min(1).max(10))
     .optional()
     .describe('how many distinct approvers a level needs (default 1)'),
+});
+
+/**
+ * What a write needs once untrusted text (a tool output marked so: a customer note, an email) entered
+ * its session: `approval` (whatever the caller's autonomy, with the reason shown to the approver) or
+ * `refuse` (`UNTRUSTED_TEXT_READ`); for every write tool, or the ones named.
+ */
+export const untrustedTextPolicySchema = z.strictObject({
+  writes: z.enum(['approval', 'refuse']).describe('what a write in a session that read untrusted text needs'),
+  tools: z.array(z.string().min(1)).optional().describe('only these write tools (default: every write)'),
+  quorum: z.int().min(1).max(10).optional().describe('at least this many approvers for such a write'),
 });
 
 /** The guards of one caller's sessions (defaults: 25 steps, 3 identical calls, 3 same rejections, 30 min idle). */
@@ -89,6 +106,32 @@ export const callerPolicySchema = z.strictObject({
     .array(quotaSchema)
     .optional()
     .describe("limits across this caller's sessions: calls and amount per tool in a rolling window"),
+  untrustedText: untrustedTextPolicySchema
+    .optional()
+    .describe('what writes need once untrusted text entered the session (absent: nothing more)'),
+  contexts: z
+    .array(
+      z.strictObject({
+        when: z
+          .strictObject({
+            channel: z.string().min(1).optional(),
+            tenant: z.string().min(1).optional(),
+          })
+          .describe("the calls this applies to: the context's channel and tenant, each when given"),
+        tools: z.array(z.string().min(1)).optional().describe('replaces the tools for these calls'),
+        autonomy: z.enum(riskLevels).optional().describe('replaces the autonomy for these calls'),
+        approval: approvalPolicySchema.optional().describe('replaces how approvals work for these calls'),
+        limits: z
+          .record(z.string(), z.record(z.string(), fieldLimitSchema))
+          .optional()
+          .describe('replaces the per-tool limits for these calls'),
+        untrustedText: untrustedTextPolicySchema.optional().describe('replaces the untrusted-text rule'),
+      }),
+    )
+    .optional()
+    .describe(
+      'per context: the first entry whose channel and tenant match the call replaces these fields of the caller policy',
+    ),
 });
 
 /** A person who may approve calls: up to a level, never for a caller they operate. */

@@ -115,7 +115,7 @@ describe('policy files', () => {
 
   it('loads the shipped default policy, which has no caller that refunds without approval', () => {
     const policy = loadShipped('policy.json');
-    expect(policy.version).toMatch(/^orders-demo-4@[0-9a-f]{12}$/);
+    expect(policy.version).toMatch(/^orders-demo-5@[0-9a-f]{12}$/);
     for (const caller of Object.values(policy.file.callers)) {
       if (caller.tools.includes('refund_order')) expect(caller.autonomy).not.toMatch(/irreversible|critical/);
     }

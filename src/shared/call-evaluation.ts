@@ -12,6 +12,7 @@ import type { ExecutionApproval } from './approval';
 import type { ApprovalNotificationPlan } from './notifications';
 import type { Proposal } from './proposal';
 import type { CallContext } from './call-context';
+import type { UntrustedRead } from './untrusted-text';
 
 /** Which optional steps a tool's implementation has; a step it lacks is skipped without a round trip. */
 export interface ToolCapabilities {
@@ -31,6 +32,8 @@ export interface SignedProposal {
   admission?: string;
   /** When the call's run started (server time, ms): a ticket holds only for a run started soon after it. */
   runStartedAtMs?: number;
+  /** What untrusted text its session had read when it admitted the proposal; the ticket covers it. */
+  untrusted?: UntrustedRead[];
 }
 
 /** The human approval a call needs, from the caller's policy, computed once. */
@@ -57,8 +60,10 @@ export interface EvaluatedCall {
   contractDigest: string;
   capabilities: ToolCapabilities;
   retry: ExecutionRetry;
-  /** Present when the risk level is above the caller's autonomy. */
+  /** Present when the risk level is above the caller's autonomy (or its session read untrusted text). */
   approval?: ApprovalRequirement;
+  /** The contract's untrusted outputs: what the call reports to its session when it read some. */
+  untrustedOutput?: true | string[];
   /** The limits across sessions this call counts toward (absent: none); reserved before its checks. */
   quotas?: ApplicableQuota[];
   /**

@@ -31,6 +31,8 @@ export const errorCodes = [
   // step 5: policy
   'POLICY_LIMIT',
   'PERMISSION_DENIED',
+  // a write its policy refuses once untrusted text (a note, an email) entered the session
+  'UNTRUSTED_TEXT_READ',
   // step 7: approval
   'APPROVAL_PENDING',
   'APPROVAL_DENIED',

@@ -1,4 +1,5 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { sha256Hex } from './canonical-json';
 
 /*
  * Limits across sessions (docs/design.md step 5): per caller and tool, or for the whole deployment, at most
@@ -21,13 +22,19 @@ export interface ApplicableQuota {
   windowMs: number;
   maxCalls?: number;
   maxAmount?: number;
+  /** Counted per end user (the policy's `perEndUser`). */
+  perEndUser?: true;
+  /** The end user this call counts under, when the limit is per end user ('' for a call for nobody). */
+  endUser?: string;
 }
 
-/** The counter of a limit on a task queue: one per scope, caller, tool and window length. */
+/** The counter of a limit on a task queue: one per scope, caller, tool and window length (and end user). */
 export function quotaWorkflowId(input: { taskQueue: string; quota: ApplicableQuota }): string {
   const { quota } = input;
   const who = quota.scope === 'caller' ? `caller:${quota.caller ?? ''}` : 'deployment';
-  return `toolgate-quota:${input.taskQueue}:${who}:${quota.tool}:${quota.windowMs}ms`;
+  // Hashed: an end user's id is text from the host, of any shape.
+  const endUser = quota.endUser !== undefined ? `:user:${sha256Hex(quota.endUser).slice(0, 32)}` : '';
+  return `toolgate-quota:${input.taskQueue}:${who}${endUser}:${quota.tool}:${quota.windowMs}ms`;
 }
 
 /** What a call asks a counter: room for one call moving `amount`, under the limit's current maxima. */

@@ -2,6 +2,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { sha256Hex } from './canonical-json';
 import type { Proposal } from './proposal';
 import type { CallContext } from './call-context';
+import type { UntrustedRead } from './untrusted-text';
 import type { ToolResult } from './tool-result';
 
 /** The workflow type every session runs as; the user's workflows module exports it under this name. */
@@ -23,7 +24,14 @@ export interface AdmissionRequest {
 /** The session's answer: admitted (with the step it used), or the rejection the model gets. */
 /** An admitted proposal carries the ticket its call is started with (none without a minter key). */
 export type AdmissionDecision =
-  { admitted: true; step: number; ticket?: string } | { admitted: false; result: ToolResult };
+  | {
+      admitted: true;
+      step: number;
+      ticket?: string;
+      /** The untrusted text the session had read: the call starts with it, and its ticket covers it. */
+      untrusted?: UntrustedRead[];
+    }
+  | { admitted: false; result: ToolResult };
 
 /** Asks for admission; answered synchronously and serialised by the session workflow. */
 export const admitUpdate = defineUpdate<AdmissionDecision, [AdmissionRequest]>('admit');
@@ -36,6 +44,8 @@ export interface CallOutcome {
   tool: string;
   code: string;
   ok: boolean;
+  /** The untrusted outputs the call read (`get_order.note`), when its tool marks some and they held text. */
+  untrusted?: string[];
 }
 
 /** Reports a final outcome to the session (circuit breaker, per-code counts). */
@@ -63,6 +73,8 @@ export interface SessionStats {
   circuitThreshold: number;
   codeCounts: Record<string, number>;
   openCircuits: Record<string, OpenCircuit>;
+  /** The untrusted text the session has read, first of each source (absent: none). */
+  untrusted?: UntrustedRead[];
   /** How many times this run of the session continued as new (carried over). */
   generation: number;
 }

@@ -77,6 +77,9 @@ export function contractDigestInputOf(contract: AnyToolContract): Record<string,
     idempotencyFields: contract.idempotencyFields ? [...contract.idempotencyFields].sort() : null,
     // Present only when declared, so a tool that binds nothing keeps the digest it always had.
     ...(contract.boundParameters ? { boundParameters: { ...contract.boundParameters } } : {}),
+    ...(contract.untrustedOutput
+      ? { untrustedOutput: contract.untrustedOutput === true ? true : [...contract.untrustedOutput].sort() }
+      : {}),
     functions: {
       risk: authoredRiskSourceOf(contract) ?? contract.risk.toString(),
       resource: contract.resource.toString(),

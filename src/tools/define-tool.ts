@@ -60,6 +60,12 @@ export interface ToolContract<
    * (`BOUND_PARAMETER_SENT`), part of the call id and of what an approval signs.
    */
   readonly boundParameters?: Readonly<Record<string, ContextSource>>;
+  /**
+   * Outputs that are text from outside (a customer note, an email, a page): `true` for the whole
+   * output, or the names of top-level output fields. Once one reached a session, its caller's policy
+   * (`untrustedText`) decides what the session's writes need.
+   */
+  readonly untrustedOutput?: true | readonly string[];
   /** A short line a person reads in the Temporal UI, e.g. `refund 2590 BRL on ORD-1001`. */
   readonly summarize: (args: z.output<Input>) => string;
   /** Overrides the executor's retry for this tool. */
@@ -98,6 +104,12 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
    * whose context lacks the value is `CONTEXT_REQUIRED`; an optional one stays absent.
    */
   boundParameters?: Partial<Record<keyof z.output<Input> & string, ContextSource>>;
+  /**
+   * Outputs that are text from outside, never instructions: `true` (the whole output) or top-level
+   * output field names (`['note']`). The policy's `untrustedText` decides what follows in a session
+   * that read one.
+   */
+  untrustedOutput?: true | readonly string[];
   summarize?: (args: z.output<Input>) => string;
   retry?: Partial<ExecutionRetry>;
   resource?: (args: z.output<Input>) => string;
@@ -170,6 +182,18 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     }
   }
   const boundParameters = checkBoundParameters({ definition, fail });
+  const untrustedOutput = definition.untrustedOutput;
+  if (untrustedOutput !== undefined && untrustedOutput !== true) {
+    if (!Array.isArray(untrustedOutput) || untrustedOutput.length === 0) {
+      fail("untrustedOutput must be true (the whole output) or a list of output field names, e.g. ['note']");
+    }
+    const shape = definition.output instanceof z.ZodObject ? (definition.output.shape as object) : undefined;
+    for (const field of untrustedOutput as readonly unknown[]) {
+      if (typeof field !== 'string' || (shape !== undefined && !Object.hasOwn(shape, field))) {
+        fail(`untrustedOutput names ${JSON.stringify(field)}, which is not an output field`);
+      }
+    }
+  }
   const examples = checkExamples({ definition, fail });
   checkAmount({ definition, fail });
   const risk = definition.risk;
@@ -191,6 +215,11 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     domainCodes: Object.freeze({ ...domainCodes }),
     ...(definition.idempotencyFields ? { idempotencyFields: [...definition.idempotencyFields] } : {}),
     ...(boundParameters ? { boundParameters } : {}),
+    ...(untrustedOutput === true
+      ? { untrustedOutput: true as const }
+      : untrustedOutput
+        ? { untrustedOutput: Object.freeze([...untrustedOutput]) }
+        : {}),
     summarize: definition.summarize ?? ((): string => name),
     resource: definition.resource ?? ((): string => name),
     ...(definition.amount ? { amount: definition.amount } : {}),

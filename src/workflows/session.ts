@@ -40,6 +40,8 @@ import {
 import { nameRecord } from '../shared/own-records';
 import type { CallContext } from '../shared/call-context';
 import { contextKey, isEmptyContext } from '../shared/call-context';
+import type { UntrustedRead } from '../shared/untrusted-text';
+import { withUntrustedReads } from '../shared/untrusted-text';
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
 export interface SessionInput {
@@ -48,6 +50,8 @@ export interface SessionInput {
     caller?: string;
     /** The context the session was opened with (its first admitted proposal's), once it has one. */
     context?: CallContext;
+    /** The untrusted text the session has read. */
+    untrusted?: UntrustedRead[];
     closed: boolean;
     closedReason?: string;
     steps: number;
@@ -102,6 +106,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
   const state = {
     caller: carried?.caller,
     context: carried?.context,
+    untrusted: carried?.untrusted ?? ([] as UntrustedRead[]),
     closed: carried?.closed ?? false,
     closedReason: carried?.closedReason,
     steps: carried?.steps ?? 0,
@@ -148,6 +153,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       circuitThreshold,
       codeCounts: { ...state.codeCounts },
       openCircuits: { ...state.openCircuits },
+      ...(state.untrusted.length > 0 ? { untrusted: [...state.untrusted] } : {}),
       generation: state.generation,
     };
   };
@@ -233,6 +239,13 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       if (reportedRuns.size > reportedRunsKept)
         reportedRuns.delete(reportedRuns.values().next().value as string);
     }
+    if (outcome.untrusted?.length) {
+      const at = new Date(Date.now()).toISOString();
+      state.untrusted = withUntrustedReads(
+        state.untrusted,
+        outcome.untrusted.map((source) => ({ source, callId: outcome.callId, at })),
+      );
+    }
     state.codeCounts[outcome.code] = (state.codeCounts[outcome.code] ?? 0) + 1;
     if (outcome.ok) {
       delete state.streaks[outcome.tool];
@@ -314,8 +327,13 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     state.context ??= proposal.context ?? {};
     lastActivityAt = Date.now();
     const decided = decide(request, reject);
-    const decision =
-      decided.admitted && checked.ticket !== undefined ? { ...decided, ticket: checked.ticket } : decided;
+    const decision: AdmissionDecision = decided.admitted
+      ? {
+          ...decided,
+          ...(checked.ticket !== undefined ? { ticket: checked.ticket } : {}),
+          ...(state.untrusted.length > 0 ? { untrusted: [...state.untrusted] } : {}),
+        }
+      : decided;
     recentAdmissions.set(request.proposalId, decision);
     if (recentAdmissions.size > recentAdmissionsKept) {
       recentAdmissions.delete(recentAdmissions.keys().next().value as string);
@@ -406,6 +424,8 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
           callId: request.callId,
           proposal: request.proposal,
           ...(request.signature !== undefined ? { signature: request.signature } : {}),
+          // The ticket covers what the session had read: a call cannot be started as if clean.
+          ...(state.untrusted.length > 0 ? { untrusted: [...state.untrusted] } : {}),
         },
       });
     } catch (error) {
@@ -519,6 +539,8 @@ function isCallOutcome(value: unknown): value is CallOutcome {
     optionalString(outcome.runId) &&
     typeof outcome.tool === 'string' &&
     typeof outcome.code === 'string' &&
-    typeof outcome.ok === 'boolean'
+    typeof outcome.ok === 'boolean' &&
+    (outcome.untrusted === undefined ||
+      (Array.isArray(outcome.untrusted) && outcome.untrusted.every((source) => typeof source === 'string')))
   );
 }

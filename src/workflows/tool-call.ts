@@ -76,6 +76,8 @@ import { riskRank } from '../tools/risk-levels';
 import { ApprovalNotifications } from './approval-notifications';
 import type { ApprovalSubject } from './approval-round';
 import { CallApprovals } from './approval-round';
+import type { UntrustedRead } from '../shared/untrusted-text';
+import { untrustedSources } from '../shared/untrusted-text';
 
 /** The input of a call's workflow: the proposal that started it, its update id and the caller's signature. */
 export interface ToolCallInput {
@@ -85,6 +87,8 @@ export interface ToolCallInput {
   signature?: string;
   /** The session's admission ticket: without a valid one the call is `SESSION_REQUIRED`. */
   admission?: string;
+  /** The untrusted text its session had read when it admitted the proposal (the ticket covers it). */
+  untrusted?: UntrustedRead[];
 }
 
 /** How often a waiting call reads its kill switch when told it changed (then only before execution). */
@@ -162,6 +166,7 @@ async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
       proposal: call.proposal,
       ...(call.input.signature !== undefined ? { signature: call.input.signature } : {}),
       ...(call.input.admission !== undefined ? { admission: call.input.admission } : {}),
+      ...(call.input.untrusted !== undefined ? { untrusted: call.input.untrusted } : {}),
       runStartedAtMs: workflowInfo().runStartTime.getTime(),
     });
   } catch (error) {
@@ -650,12 +655,21 @@ class CallRun {
     setCurrentDetails(
       `${this.evaluation?.summary ?? this.proposal.tool}: ${result.code} (effect ${result.effect})`,
     );
+    const evaluated = this.evaluation?.ok ? this.evaluation.call : undefined;
+    const untrusted = result.ok
+      ? untrustedSources({
+          tool: this.proposal.tool,
+          marked: evaluated?.untrustedOutput,
+          output: result.data,
+        })
+      : [];
     const outcome: CallOutcome = {
       callId: this.callId,
       runId: this.runId,
       tool: this.proposal.tool,
       code: result.code,
       ok: result.ok,
+      ...(untrusted.length > 0 ? { untrusted } : {}),
     };
     try {
       await proxyLocalActivities<ToolCallActivities>({

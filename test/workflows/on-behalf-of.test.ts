@@ -263,7 +263,7 @@ describe('the credential names the end user and what the write rests on', () => 
       callId,
       runId: randomUUID(),
       args,
-      onBehalfOf: 'CUS-1',
+      context: { onBehalfOf: 'CUS-1' },
     });
     const claims = JSON.parse(Buffer.from(credential.split('.')[0]!, 'base64url').toString('utf8')) as {
       onBehalfOf?: string;
@@ -288,7 +288,7 @@ describe('the credential names the end user and what the write rests on', () => 
         callId,
         runId: randomUUID(),
         args,
-        onBehalfOf: 'CUS-2',
+        context: { onBehalfOf: 'CUS-2' },
       }),
     ).rejects.toThrow(/customer_id is not the end user/);
     expect(await appliedRefunds()).toBe(0);

@@ -28,6 +28,7 @@ describe('recorded histories of representative calls', () => {
         'refund-invalid-arguments',
         'refund-limit-counter',
         'refund-lost-response-then-unavailable',
+        'refund-not-owned',
         'refund-ok',
         'refund-policy-limit',
         'refund-tool-disabled',

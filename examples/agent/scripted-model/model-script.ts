@@ -36,6 +36,8 @@ export interface ModelScript {
   summary: string;
   /** The opening user message the script's story starts from (the model reads whatever is actually sent). */
   userMessage: string;
+  /** The customer logged in to the chat the story happens in, when it is one customer's (`npm run agent`'s default). */
+  customer?: string;
   turns: readonly ScriptTurn[];
 }
 
