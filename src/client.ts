@@ -449,7 +449,7 @@ export class ToolGateClient {
     // Asked again while a session that just continued as new has not run its first task.
     return retryingTransient(
       () => this.client.workflow.getHandle(sessionWorkflowId(id)).query(sessionStatsQuery),
-      { failures: transientQueryFailure, forMs: 10_000 },
+      { failures: transientQueryFailure, forMs: 30_000 },
     );
   }
 

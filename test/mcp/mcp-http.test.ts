@@ -161,6 +161,35 @@ async function expectNothingRanSince(
 describe('toolgate MCP over Streamable HTTP', () => {
   governedToolScenarios({ harness: () => harness, connection: (caller) => connections.get(caller)! });
 
+  it("acts for its token's end user only: another customer's order is ORDER_NOT_OWNED, the bound field is never listed", async () => {
+    const token = createMcpToken({ path: tokensPath, caller: 'support-bot', onBehalfOf: 'CUS-1' }).token;
+    const customer = await connectHttp(token);
+    try {
+      const listed = await customer.client.listTools();
+      expect(JSON.stringify(listed.tools)).not.toContain('customer_id');
+      const own = await callTool(customer.client, 'get_order', { order_id: 'ORD-1001' });
+      expect(own.result).toMatchObject({ code: 'OK', data: { customer_id: 'CUS-1' } });
+      const before = await harness.orders.api.refundCount();
+      const other = await callTool(customer.client, 'refund_order', {
+        order_id: 'ORD-1002',
+        amount_cents: 4500,
+        currency: 'USD',
+        reason: 'customer_request',
+      });
+      expect(other).toMatchObject({ isError: true, result: { code: 'ORDER_NOT_OWNED', effect: 'none' } });
+      // The client cannot name another end user either: the field is the host's.
+      const named = await callTool(customer.client, 'get_order', {
+        order_id: 'ORD-1002',
+        customer_id: 'CUS-2',
+      });
+      expect(named.result).toMatchObject({ code: 'BOUND_PARAMETER_SENT' });
+      expect(await harness.orders.api.refundCount()).toBe(before);
+      expect((await harness.client.sessionStats(customer.session)).context).toEqual({ onBehalfOf: 'CUS-1' });
+    } finally {
+      await customer.client.close();
+    }
+  });
+
   it("uses the MCP session id as the toolgate session, owned by the token's caller", async () => {
     const support = connections.get('support-bot')!;
     const read = await callTool(support.client, 'get_order', { order_id: 'ORD-1003' });
