@@ -10,6 +10,8 @@ export interface WebhookMessage {
   round: number;
   tool: string;
   caller: string;
+  /** On whose behalf the call acts, when its harness said. */
+  actingFor?: string;
   riskLevel: string;
   expiresAt: string;
   summary: string;
@@ -33,7 +35,10 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
   const summary = slackEscaped(notice.summary);
   const caller = slackEscaped(notice.caller);
   const riskLevel = slackEscaped(notice.riskLevel);
-  const who = `${summary} by ${caller}`;
+  const who =
+    notice.actingFor !== undefined
+      ? `${summary} by ${caller} ${slackEscaped(notice.actingFor)}`
+      : `${summary} by ${caller}`;
   const expires = `${slackEscaped(notice.expiresAt.slice(11, 16))} UTC`;
   const { ending } = notice;
   let line: string;
@@ -76,6 +81,7 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
     round: notice.round,
     tool: notice.tool,
     caller: notice.caller,
+    ...(notice.actingFor !== undefined ? { actingFor: notice.actingFor } : {}),
     riskLevel: notice.riskLevel,
     expiresAt: notice.expiresAt,
     summary: notice.summary,

@@ -23,6 +23,8 @@ export interface NotifiedCall {
   runId: string;
   tool: string;
   caller: string;
+  /** On whose behalf the call acts, for approvers (`for CUS-1 (end-user-chat)`); absent: nobody named. */
+  actingFor?: string;
   summary: string;
   /** How long a round waits before it expires: an escalation at or after it never fires. */
   windowMs: number;

@@ -57,6 +57,8 @@ export interface ApprovalNotice {
   round: number;
   tool: string;
   caller: string;
+  /** On whose behalf the call acts (`for CUS-1 (end-user-chat)`), when its harness said. */
+  actingFor?: string;
   riskLevel: string;
   summary: string;
   expiresAt: string;

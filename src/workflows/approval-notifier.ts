@@ -290,6 +290,7 @@ export class ApprovalNotifier {
           round: input.round.round,
           tool: call.tool,
           caller: call.caller,
+          ...(call.actingFor !== undefined ? { actingFor: call.actingFor } : {}),
           riskLevel: input.round.riskLevel,
           summary: call.summary,
           expiresAt: input.round.expiresAt,

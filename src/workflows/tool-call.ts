@@ -77,6 +77,7 @@ import { ApprovalNotifications } from './approval-notifications';
 import type { ApprovalSubject } from './approval-round';
 import { CallApprovals } from './approval-round';
 import type { UntrustedRead } from '../shared/untrusted-text';
+import { describeContext } from '../shared/call-context';
 import { untrustedSources } from '../shared/untrusted-text';
 
 /** The input of a call's workflow: the proposal that started it, its update id and the caller's signature. */
@@ -593,6 +594,9 @@ class CallRun {
         runId: this.runId,
         tool: evaluated.tool,
         caller: this.proposal.caller,
+        ...(this.proposal.context && describeContext(this.proposal.context)
+          ? { actingFor: describeContext(this.proposal.context) }
+          : {}),
         summary: evaluated.summary,
         windowMs: requirement.windowMs,
       },
