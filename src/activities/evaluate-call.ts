@@ -275,33 +275,25 @@ function bindParameters(input: {
   const boundParameters = contract.boundParameters;
   if (!boundParameters) return { ok: true, value };
   const fields = Object.keys(boundParameters);
+  const refused = (code: 'BOUND_PARAMETER_SENT' | 'CONTEXT_REQUIRED', named: string[]) => ({
+    ok: false as const,
+    refusal: {
+      code,
+      message:
+        code === 'BOUND_PARAMETER_SENT'
+          ? boundParameterSentMessage({ tool: contract.name, fields: named })
+          : contextRequiredMessage({ tool: contract.name, fields: named }),
+      data: { fields: named },
+    },
+  });
   const sent = fields.filter((field) => Object.hasOwn(value, field));
-  if (sent.length > 0) {
-    return {
-      ok: false,
-      refusal: {
-        code: 'BOUND_PARAMETER_SENT',
-        message: boundParameterSentMessage({ tool: contract.name, fields: sent }),
-        data: { fields: sent },
-      },
-    };
-  }
+  if (sent.length > 0) return refused('BOUND_PARAMETER_SENT', sent);
   const missing = fields.filter((field) => {
-    const source = boundParameters[field]!;
-    if (contextValue(context, source) !== undefined) return false;
+    if (contextValue(context, boundParameters[field]!) !== undefined) return false;
     const schema = contract.input.shape[field] as { safeParse(value: unknown): { success: boolean } };
     return !schema.safeParse(undefined).success;
   });
-  if (missing.length > 0) {
-    return {
-      ok: false,
-      refusal: {
-        code: 'CONTEXT_REQUIRED',
-        message: contextRequiredMessage({ tool: contract.name, fields: missing }),
-        data: { fields: missing },
-      },
-    };
-  }
+  if (missing.length > 0) return refused('CONTEXT_REQUIRED', missing);
   return { ok: true, value: { ...value, ...boundValues({ boundParameters, context }) } };
 }
 

@@ -294,7 +294,7 @@ describe('the credential names the end user and what the write rests on', () => 
     expect(await appliedRefunds()).toBe(0);
   });
 
-  it('names the approvers a refund rests on', async () => {
+  it('records the approver a customer-bound refund ran on, and binds the refund tool to the end user', async () => {
     const contract = ordersContracts.find((candidate) => candidate.name === 'refund_order')!;
     const pending = await harness.client.call({
       session: harness.newSession(),
