@@ -224,6 +224,28 @@ describe('the agent loop with the scripted model', () => {
     expect(await appliedRefunds()).toEqual([]);
   });
 
+  it("the refund of ORD-1002 in CUS-2's own conversation still goes to an approver, who sees for whom", async () => {
+    const outcome = await converse(refundStory, 'support-bot', {
+      context: { onBehalfOf: 'CUS-2', channel: 'end-user-chat' },
+      messages: [
+        { role: 'user', content: 'I want a refund of US$ 45,00 on order ORD-1002, it arrived damaged' },
+      ],
+    });
+
+    expect(codes(outcome.results)).toEqual([
+      ['get_order', 'OK'],
+      ['refund_order', 'APPROVAL_PENDING'],
+    ]);
+    const refund = outcome.results[1]!;
+    const pending = (await harness.admin.pending()).find((call) => call.callId === refund.callId);
+    expect(pending).toMatchObject({
+      context: { onBehalfOf: 'CUS-2', channel: 'end-user-chat' },
+      preview: { order_id: 'ORD-1002', customer_id: 'CUS-2', amount_cents: 4500 },
+    });
+    expect(await decide(refund.callId, 'alice', 'deny')).toMatchObject({ accepted: true, state: 'denied' });
+    expect(await appliedRefunds()).toEqual([]);
+  });
+
   it('stops after maxTurns model answers without an answer', async () => {
     const outcome = await converse(refundStory, 'support-bot', { maxTurns: 1 });
 

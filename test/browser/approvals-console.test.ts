@@ -1,10 +1,12 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { addGrant, listGrants, signGrant } from 'toolgate';
+import type { PolicyFileInput } from 'toolgate';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
 import { enrolInBrowser, launchBrowser, saveScreenshot } from '../support/browser';
 import { startHarnessConsole } from '../support/console-helpers';
+import { testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
@@ -21,7 +23,19 @@ let page: Page;
 /** Every URL the page requested: all of them must be the console's own. */
 let requested: string[];
 
-useHarness((started) => (harness = started));
+// test-refunder refunds alone, except in a conversation that read untrusted text.
+const policy: PolicyFileInput = {
+  ...testPolicy,
+  callers: {
+    ...testPolicy.callers,
+    'test-refunder': {
+      ...testPolicy.callers['test-refunder']!,
+      approval: { ceiling: 'critical' },
+      untrustedText: { writes: 'approval' },
+    },
+  },
+};
+useHarness((started) => (harness = started), { policy });
 const { appliedRefunds, proposeRefund } = approvalHelpers(() => harness);
 
 beforeAll(async () => {
@@ -219,6 +233,36 @@ describe('the approvals console in a real browser', () => {
     expect(await appliedRefunds()).toBe(0);
     await harness.client.cancel({ callId: next.callId, caller: 'support-bot', reason: 'test done' });
     expect(requested.filter((url) => !url.startsWith(`${approvals.url}/`))).toEqual([]);
+  });
+
+  it('shows why a refund its caller runs alone waits: the conversation read untrusted text, for whom', async () => {
+    await enrolAndSignIn('alice');
+    const session = harness.newSession();
+    const context = { onBehalfOf: 'CUS-3', channel: 'internal-console' };
+    const call = (tool: string, args: Record<string, unknown>) =>
+      harness.client.call({ session, caller: 'test-refunder', context, tool, arguments: args });
+    // ORD-1003's customer note is untrusted text: it entered the conversation.
+    expect((await call('get_order', { order_id: 'ORD-1003' })).code).toBe('OK');
+    const pending = await call('refund_order', {
+      order_id: 'ORD-1003',
+      amount_cents: 1000,
+      currency: 'BRL',
+      reason: 'damaged',
+    });
+    expect(pending).toMatchObject({ code: 'APPROVAL_PENDING', effect: 'none' });
+
+    await page.goto(`${approvals.url}/calls/${pending.callId}`);
+    await page.waitForSelector('#decision-form');
+    expect(await page.textContent('#rule')).toMatch(
+      /^this conversation read untrusted text from get_order\.note at \d\d:\d\d UTC: approval by 1 approver/,
+    );
+    expect(await page.textContent('.acting-for')).toBe('for CUS-3 (internal-console)');
+    await page.fill('#reason', 'the note asked for it, not the customer');
+    await page.click('#deny');
+    await expect
+      .poll(() => page.textContent('#decision-outcome'), { timeout: 20_000 })
+      .toContain('Accepted: the call is denied');
+    expect(await appliedRefunds()).toBe(0);
   });
 
   it('removes an invite link’s secret from the address bar on every page the link can open', async () => {

@@ -177,6 +177,9 @@ describe('toolgate MCP over Streamable HTTP', () => {
         reason: 'customer_request',
       });
       expect(other).toMatchObject({ isError: true, result: { code: 'ORDER_NOT_OWNED', effect: 'none' } });
+      // Refused by code before any approval round: no approver is ever asked.
+      expect((await harness.admin.show(String(other.result.callId)))?.approval).toBeUndefined();
+      expect((await harness.admin.pending()).map((call) => call.callId)).not.toContain(other.result.callId);
       // The client cannot name another end user either: the field is the host's.
       const named = await callTool(customer.client, 'get_order', {
         order_id: 'ORD-1002',

@@ -250,6 +250,44 @@ describe('approval notifications', () => {
     expect(followUp.json.reason).toBe('<!channel> see <https://evil.example|Open in the console> & more');
   });
 
+  it("says on whose behalf a refund waits, and sends nothing for another customer's order", async () => {
+    const context = { onBehalfOf: 'CUS-1', channel: 'end-user-chat' };
+    const session = harness.newSession();
+    const before = await appliedRefunds();
+    // In CUS-1's conversation, a refund of CUS-2's order is refused by code: no round, no post.
+    const notOwned = await harness.call({
+      caller: 'support-bot',
+      session,
+      context,
+      tool: 'refund_order',
+      arguments: harness.refundArguments({ order_id: 'ORD-1002', amount_cents: 4500, currency: 'USD' }),
+    });
+    expect(notOwned).toMatchObject({ ok: false, code: 'ORDER_NOT_OWNED', effect: 'none' });
+    const own = await harness.call({
+      caller: 'support-bot',
+      session,
+      context,
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    });
+    expect(own).toMatchObject({ code: 'APPROVAL_PENDING' });
+    const requested = await delivered(own.callId, '/approvers', 'approval-requested');
+    expect(requested.json).toMatchObject({ caller: 'support-bot', actingFor: 'for CUS-1 (end-user-chat)' });
+    expect(String(requested.json.text)).toContain(
+      'by support-bot for CUS-1 (end-user-chat) waits for approval',
+    );
+    // The refused call started no notifier (it is the call's child), so nothing was or will be posted.
+    const history = await harness.temporal.workflow.getHandle(notOwned.callId).fetchHistory();
+    expect(
+      history.events?.filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes),
+    ).toEqual([]);
+    expect(receiver.of(notOwned.callId)).toEqual([]);
+    expect(await harness.audit.notificationDeliveriesOf(notOwned.callId)).toEqual([]);
+    await decide(own.callId, 'alice', 'deny');
+    await deliveriesDone(own.callId);
+    expect(await appliedRefunds()).toBe(before);
+  });
+
   it('delivers from a workflow of its own that outlives the call and that no list of calls shows', async () => {
     const { callId } = await proposeRefund();
     await delivered(callId, '/approvers', 'approval-requested');
