@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import type { AnyToolContract, PolicyFileInput, ToolGateClient, ToolResult } from 'toolgate';
+import type { AnyToolContract, CallContext, PolicyFileInput, ToolGateClient, ToolResult } from 'toolgate';
 import { errorCodes } from 'toolgate';
 import { testCallers, testPolicy } from '../support/test-policy';
 import { explodeSecret } from '../support/test-tool-implementations';
@@ -14,7 +14,7 @@ import { testContracts } from '../support/test-tools';
 import type { FuzzCall, FuzzSession } from './fuzz-payloads';
 import { fuzzOrderIds, sessionSource } from './fuzz-payloads';
 import type { ModelOrder } from './fuzz-model';
-import { SessionModel, expectedBackendRequests, sessionRefusals } from './fuzz-model';
+import { SessionModel, expectedBackendRequests, modelContext, sessionRefusals } from './fuzz-model';
 import type { TaskFailure, UnexpectedRun, WorkflowHealth } from './workflow-health';
 import { inspectWorkflows } from './workflow-health';
 
@@ -53,6 +53,8 @@ export interface CallTrace {
   tool: string;
   arguments: string;
   argumentsForm: 'text' | 'object';
+  /** The context the harness attached, as JSON (abbreviated); absent for none. */
+  context?: string;
   kind: string;
 }
 
@@ -125,6 +127,7 @@ function traceOf(input: { at: string; call: FuzzCall }): CallTrace {
     tool: abbreviated(call.tool),
     arguments: abbreviated(text),
     argumentsForm: typeof call.arguments === 'string' ? 'text' : 'object',
+    ...(call.context !== undefined ? { context: abbreviated(safeStringify(call.context)) } : {}),
     kind: call.kind,
   };
 }
@@ -195,7 +198,11 @@ export async function runFuzzCampaign(input: FuzzCampaignInput): Promise<FuzzRep
   for (const orderId of fuzzOrderIds) {
     try {
       const order = await api.getOrder({ orderId });
-      orders.set(orderId, { currency: order.currency, refundableCents: order.refundableCents });
+      orders.set(orderId, {
+        currency: order.currency,
+        refundableCents: order.refundableCents,
+        customerId: order.customerId,
+      });
     } catch (error) {
       if ((error as { code?: unknown }).code !== 'ORDER_NOT_FOUND') throw error;
     }
@@ -240,18 +247,24 @@ export async function runFuzzCampaign(input: FuzzCampaignInput): Promise<FuzzRep
     for (const [position, call] of session.calls.entries()) {
       if (input.signal?.aborted) return;
       const trace = traceOf({ at: `${seed}/${index}/${position}`, call });
-      const callInput = {
+      const withoutContext = {
         session: sessionId,
         caller: call.caller,
         tool: call.tool,
         arguments: call.arguments,
       };
+      const readable = modelContext(call.context);
+      const callInput =
+        call.context === undefined
+          ? withoutContext
+          : { ...withoutContext, context: call.context as CallContext };
       countKind(payloadKinds, call.kind);
       made++;
       let callId: string | undefined;
       let result: ToolResult;
       try {
-        callId = target.client.callIdOf(callInput);
+        // A context the client cannot read is no part of the call it names in its refusal.
+        callId = target.client.callIdOf(readable ? callInput : withoutContext);
         result = await withTimeout(target.client.call(callInput), callTimeoutMs);
       } catch (error) {
         clientExceptions.push({ ...trace, error: describeError(error) });
@@ -286,7 +299,12 @@ export async function runFuzzCampaign(input: FuzzCampaignInput): Promise<FuzzRep
       );
       if (result.effect !== 'none') effectsNotNone.push(trace);
 
-      const requests = expectedBackendRequests({ tool: call.tool, code, joined });
+      const requests = expectedBackendRequests({
+        tool: call.tool,
+        code,
+        joined,
+        actsForEndUser: readable?.onBehalfOf !== undefined,
+      });
       const outcome = `${tool} ${code}${joined ? ' (joined a waiting run)' : ''}`;
       const entry = (byOutcome[outcome] ??= { answers: 0, requestsEach: requests ?? 'unknown' });
       entry.answers++;
@@ -465,7 +483,7 @@ function traceLines<T extends CallTrace>(traces: T[], describe: (trace: T) => st
     .slice(0, limit)
     .map(
       (trace) =>
-        `    [${trace.at}] ${describe(trace)}\n      ${trace.caller} → ${JSON.stringify(trace.tool)} (${trace.kind}), ${trace.argumentsForm} ${JSON.stringify(trace.arguments)}`,
+        `    [${trace.at}] ${describe(trace)}\n      ${trace.caller} → ${JSON.stringify(trace.tool)} (${trace.kind}), ${trace.argumentsForm} ${JSON.stringify(trace.arguments)}${trace.context !== undefined ? `, context ${trace.context}` : ''}`,
     );
   if (traces.length > limit) lines.push(`    … and ${traces.length - limit} more`);
   return lines;

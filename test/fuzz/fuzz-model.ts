@@ -10,6 +10,7 @@ import { riskRank } from 'toolgate';
 export interface ModelOrder {
   currency: string;
   refundableCents: number;
+  customerId: string;
 }
 
 /** The codes a session answers with before any call workflow starts. */
@@ -19,6 +20,9 @@ export const sessionRefusals: ReadonlySet<string> = new Set([
   'LOOP_DETECTED',
   'CIRCUIT_OPEN',
   'SESSION_CLOSED',
+  'CONTEXT_MISMATCH',
+  // The client's own refusal of its harness's context: no session hears of it.
+  'CONTEXT_INVALID',
 ]);
 
 /** Codes given before step 6 (business checks): such a call reaches no backend. */
@@ -29,6 +33,7 @@ export const rejectedBeforeChecks: ReadonlySet<string> = new Set([
   'TOOL_NOT_ALLOWED',
   'SESSION_REQUIRED',
   'INVALID_JSON',
+  'BOUND_PARAMETER_SENT',
   'INVALID_ARGUMENTS',
   'IDEMPOTENCY_CONFLICT',
   'POLICY_LIMIT',
@@ -44,6 +49,50 @@ const maxArgumentsDepth = 64;
 const sessionDefaults = { stepBudget: 25, loopLimit: 3, circuitThreshold: 3 };
 
 /**
+ * A context as docs/on-behalf-of.md specifies it: an object of `onBehalfOf`, `tenant` (1 to 128
+ * printable characters), `channel` (kebab-case, at most 64) and `claims` (at most 16, each named
+ * with a letter then letters, digits, `_`, `-`, `.`, each 1 to 256 printable characters); nothing
+ * else. Its key is the same for two contexts that say the same (an empty claims object says nothing).
+ */
+export function modelContext(value: unknown): { key: string; onBehalfOf?: string } | undefined {
+  if (value === undefined) return { key: '{}' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const fields = new Map<string, unknown>(Object.entries(value as Record<string, unknown>));
+  const known = new Set(['onBehalfOf', 'tenant', 'channel', 'claims']);
+  if ([...fields.keys()].some((field) => !known.has(field))) return undefined;
+  const printable = (text: unknown, max: number): text is string =>
+    typeof text === 'string' &&
+    text.length >= 1 &&
+    text.length <= max &&
+    [...text].every((char) => !/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(char));
+  const said: [string, unknown][] = [];
+  for (const field of ['onBehalfOf', 'tenant']) {
+    const text = fields.get(field);
+    if (text === undefined) continue;
+    if (!printable(text, 128)) return undefined;
+    said.push([field, text]);
+  }
+  const channel = fields.get('channel');
+  if (channel !== undefined) {
+    if (typeof channel !== 'string' || !/^[a-z][a-z0-9-]{0,63}$/.test(channel)) return undefined;
+    said.push(['channel', channel]);
+  }
+  const claims = fields.get('claims');
+  if (claims !== undefined) {
+    if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return undefined;
+    const entries = Object.entries(claims);
+    if (entries.length > 16) return undefined;
+    for (const [name, text] of entries) {
+      if (!/^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/.test(name) || !printable(text, 256)) return undefined;
+    }
+    if (entries.length > 0) said.push(['claims', entries.sort(([a], [b]) => (a < b ? -1 : 1))]);
+  }
+  said.sort(([a], [b]) => (a < b ? -1 : 1));
+  const onBehalfOf = fields.get('onBehalfOf');
+  return { key: JSON.stringify(said), ...(typeof onBehalfOf === 'string' ? { onBehalfOf } : {}) };
+}
+
+/**
  * Backend requests a call costs, from its tool and its answer, per the orders implementations
  * (examples/orders/orders-implementations.ts): `get_order` has only an executor (one GET);
  * `refund_order`'s check is one GET, its preview one GET, its executor one POST and its read-back
@@ -53,16 +102,24 @@ export function expectedBackendRequests(input: {
   tool: string;
   code: string;
   joined: boolean;
+  /** The call acts for an end user: `get_order` then checks the order is theirs first (one more GET). */
+  actsForEndUser: boolean;
 }): number | undefined {
   const { tool, code } = input;
   if (rejectedBeforeChecks.has(code)) return 0;
   switch (tool) {
     case 'get_order':
+      if (input.actsForEndUser) {
+        // The check's GET refuses an order not found or not the end user's; an owned one is read again.
+        if (code === 'ORDER_NOT_FOUND' || code === 'ORDER_NOT_OWNED') return 1;
+        return code === 'OK' ? 2 : undefined;
+      }
       // The executor's one GET answers both.
       return code === 'OK' || code === 'ORDER_NOT_FOUND' ? 1 : undefined;
     case 'refund_order':
       switch (code) {
         case 'ORDER_NOT_FOUND':
+        case 'ORDER_NOT_OWNED':
         case 'CURRENCY_MISMATCH':
         case 'AMOUNT_EXCEEDS_REFUNDABLE':
           return 1; // the check's GET refused it
@@ -89,6 +146,8 @@ export interface Expectation {
 /** One session's counters as docs/concepts.md defines them: step budget, loop guard, circuit breaker. */
 export class SessionModel {
   private owner: string | undefined;
+  /** The key of the context the session was opened with (its first admitted proposal's). */
+  private contextKey: string | undefined;
   private steps = 0;
   private readonly loopCounts = new Map<string, number>();
   private readonly streaks = new Map<string, { code: string; count: number }>();
@@ -111,17 +170,24 @@ export class SessionModel {
     caller: string;
     tool: string;
     arguments: string | Record<string, unknown>;
+    context?: unknown;
     callId: string;
   }): Expectation {
     const refuse = (code: string): Expectation => ({ code, joined: false });
-    // Step 0: signature and ownership first (no step used), then budget, loop guard, circuit.
+    // The client refuses a context it cannot read before anything starts.
+    const context = modelContext(input.context);
+    if (!context) return refuse('CONTEXT_INVALID');
+    // Step 0: signature and ownership first (no step used), then the session's end user (no step
+    // either), then budget, loop guard, circuit.
     if (
       !this.world.signedCallers.has(input.caller) ||
       (this.owner !== undefined && this.owner !== input.caller)
     ) {
       return refuse('UNAUTHENTICATED_CALLER');
     }
+    if (this.contextKey !== undefined && this.contextKey !== context.key) return refuse('CONTEXT_MISMATCH');
     this.owner ??= input.caller;
+    this.contextKey ??= context.key;
     const limits = this.limits();
     this.steps++;
     if (this.steps > limits.stepBudget) return refuse('STEP_LIMIT');
@@ -132,7 +198,7 @@ export class SessionModel {
     if (this.openCircuits.has(tool)) return refuse('CIRCUIT_OPEN');
     // Admitted: the same call id while its run still waits joins that run.
     if (this.waiting.has(input.callId)) return { code: 'APPROVAL_PENDING', joined: true };
-    return { code: this.pipeline(input), joined: false };
+    return { code: this.pipeline({ ...input, onBehalfOf: context.onBehalfOf }), joined: false };
   }
 
   /**
@@ -175,6 +241,7 @@ export class SessionModel {
     caller: string;
     tool: string;
     arguments: string | Record<string, unknown>;
+    onBehalfOf: string | undefined;
   }): string {
     const callerPolicy = this.world.policy.callers[input.caller];
     // Step 1: the tool (a name cut at the cap is no tool), then the caller's allowlist.
@@ -194,8 +261,15 @@ export class SessionModel {
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'INVALID_JSON';
     if (nestingDepth(value) > maxArgumentsDepth) return 'INVALID_JSON';
+    // Bound parameters are the host's: the model sending one is refused; the context fills them.
+    const bound = Object.keys(contract.boundParameters ?? {});
+    if (bound.some((field) => Object.hasOwn(value, field))) return 'BOUND_PARAMETER_SENT';
+    const withBound =
+      bound.length > 0 && input.onBehalfOf !== undefined
+        ? { ...value, ...Object.fromEntries(bound.map((field) => [field, input.onBehalfOf])) }
+        : value;
     // Step 3: the contract's strict schema.
-    const parsed = contract.input.safeParse(value);
+    const parsed = contract.input.safeParse(withBound);
     if (!parsed.success) return 'INVALID_ARGUMENTS';
     const args = parsed.data;
     // Step 5: per-tool limits, then the approval ceiling.
@@ -223,11 +297,17 @@ export class SessionModel {
   private outcome(input: { tool: string; args: Record<string, unknown>; needsApproval: boolean }): string {
     const { args } = input;
     switch (input.tool) {
-      case 'get_order':
-        return this.world.orders.has(args.order_id as string) ? 'OK' : 'ORDER_NOT_FOUND';
+      case 'get_order': {
+        const order = this.world.orders.get(args.order_id as string);
+        if (!order) return 'ORDER_NOT_FOUND';
+        return args.customer_id !== undefined && args.customer_id !== order.customerId
+          ? 'ORDER_NOT_OWNED'
+          : 'OK';
+      }
       case 'refund_order': {
         const order = this.world.orders.get(args.order_id as string);
         if (!order) return 'ORDER_NOT_FOUND';
+        if (args.customer_id !== undefined && args.customer_id !== order.customerId) return 'ORDER_NOT_OWNED';
         if (order.currency !== args.currency) return 'CURRENCY_MISMATCH';
         if ((args.amount_cents as number) > order.refundableCents) return 'AMOUNT_EXCEEDS_REFUNDABLE';
         // The campaign's callers may not refund alone: anything else would be a refund.

@@ -21,6 +21,8 @@ export interface FuzzCall {
   caller: string;
   tool: string;
   arguments: string | Record<string, unknown>;
+  /** The context the harness attaches (its session's, another end user's, or a hostile one); none when absent. */
+  context?: unknown;
   /** How the generator made it, e.g. `refund_order mutated(float-cents)`: the report groups by it. */
   kind: string;
 }
@@ -29,6 +31,90 @@ export interface FuzzCall {
 export interface FuzzSession {
   calls: FuzzCall[];
 }
+
+/** End users sessions act for: the seed orders' customers (CUS-1 to CUS-3) and one with no order. */
+export const fuzzCustomers = ['CUS-1', 'CUS-2', 'CUS-3', 'CUS-404'] as const;
+
+/** A claim set named after what every plain object has, so a lookup in `{}` by name would find them. */
+const prototypeClaims = (): Record<string, string> => ({
+  constructor: 'x',
+  toString: 'y',
+  hasOwnProperty: 'z',
+  prototype: 'p',
+  valueOf: 'v',
+});
+
+/** The largest context the client accepts: 16 claims of 256 characters, identifiers of 128. */
+const largestContext = (): Record<string, unknown> => ({
+  onBehalfOf: `CUS-${'9'.repeat(124)}`,
+  tenant: 't'.repeat(128),
+  channel: `c${'-x'.repeat(31)}a`,
+  claims: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`claim${i}`, 'v'.repeat(256)])),
+});
+
+/** A context a harness may attach: a customer's, an internal one, with a tenant, channel and claims now and then. */
+const validContext: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      {
+        onBehalfOf: fc.constantFrom(...fuzzCustomers),
+        tenant: fc.constantFrom('shop-1', 'shop-2'),
+        channel: fc.constantFrom('end-user-chat', 'internal-console'),
+        claims: fc.dictionary(
+          fc.constantFrom('plan', 'region', 'tier.level'),
+          fc.constantFrom('gold', 'eu'),
+          {
+            maxKeys: 3,
+          },
+        ),
+      },
+      { requiredKeys: ['onBehalfOf'] },
+    ),
+  },
+  // Acting for no end user (an internal caller): nothing is bound, no order is refused as not owned.
+  { weight: 1, arbitrary: fc.constant({ channel: 'internal-console' }) },
+  { weight: 1, arbitrary: fc.constant({ onBehalfOf: 'CUS-1', claims: prototypeClaims() }) },
+  { weight: 1, arbitrary: fc.constant(largestContext()) },
+);
+
+/** Contexts no harness should attach: each is CONTEXT_INVALID, whatever else the proposal is. */
+const hostileContexts: readonly (() => unknown)[] = [
+  () => 'CUS-1',
+  () => ['CUS-1'],
+  () => null,
+  () => ({ onBehalfOf: '' }),
+  () => ({ onBehalfOf: 5 }),
+  () => ({ onBehalfOf: 'x'.repeat(129) }),
+  () => ({ onBehalfOf: 'CUS-1\u0000' }),
+  () => ({ onBehalfOf: 'CUS\u202e-2' }),
+  () => ({ onBehalfOf: 'CUS-1\nCUS-2' }),
+  () => ({ tenant: 't'.repeat(129) }),
+  () => ({ channel: 'End User Chat' }),
+  () => ({ channel: `a${'b'.repeat(64)}` }),
+  () => ({ onBehalfOf: 'CUS-1', role: 'admin' }),
+  () => ({ onBehalfOf: 'CUS-1', claims: JSON.parse('{"__proto__":"x"}') as unknown }),
+  () => ({ onBehalfOf: 'CUS-1', claims: { _private: 'x' } }),
+  () => ({ onBehalfOf: 'CUS-1', claims: { plan: 7 } }),
+  () => ({ onBehalfOf: 'CUS-1', claims: { plan: '' } }),
+  () => ({ onBehalfOf: 'CUS-1', claims: { plan: 'v'.repeat(257) } }),
+  () => ({ onBehalfOf: 'CUS-1', claims: { plan: 'v'.repeat(1_000_000) } }),
+  () => ({
+    onBehalfOf: 'CUS-1',
+    claims: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`c${i}`, 'v'])),
+  }),
+  () => ({ onBehalfOf: 'CUS-1', claims: ['plan', 'gold'] }),
+];
+const hostileContext: fc.Arbitrary<unknown> = fc
+  .integer({ min: 0, max: hostileContexts.length - 1 })
+  .map((index) => hostileContexts[index]!());
+
+/** A session's context: none, one a harness may attach, or now and then a hostile one. */
+const sessionContext: fc.Arbitrary<{ value: unknown; hostile: boolean }> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({ value: undefined, hostile: false }) },
+  { weight: 5, arbitrary: validContext.map((value) => ({ value, hostile: false })) },
+  { weight: 1, arbitrary: hostileContext.map((value) => ({ value, hostile: true })) },
+);
 
 /** Order ids the generators use; all match the schema's pattern, so the business check decides. */
 export const fuzzOrderIds = ['ORD-1001', 'ORD-1002', 'ORD-1003', 'ORD-1004', 'ORD-9999', 'ORD-0000'] as const;
@@ -497,15 +583,26 @@ const sessionPlan = fc.record({
     fuzzCallers.readOnly,
     fuzzCallers.testTools,
   ),
-  // Now and then 24 to 27: past the default step budget of 25, so STEP_LIMIT shows up too.
+  // Now and then 26 to 28: past the default step budget of 25, so STEP_LIMIT shows up too.
   length: fc.oneof(
     { weight: 10, arbitrary: fc.integer({ min: 1, max: 8 }) },
-    fc.integer({ min: 24, max: 27 }),
+    { weight: 2, arbitrary: fc.integer({ min: 26, max: 28 }) },
   ),
+  context: sessionContext,
 });
 
+/** The fields of a context, for a call's kind: `context(CUS-1,channel)`, `context(hostile)`. */
+function contextKind(context: unknown, hostile: boolean): string {
+  if (context === undefined) return '';
+  if (hostile) return ' context(hostile)';
+  const given = context as Record<string, unknown>;
+  const fields = Object.keys(given).filter((field) => field !== 'onBehalfOf');
+  const who = typeof given.onBehalfOf === 'string' ? given.onBehalfOf.slice(0, 8) : 'nobody';
+  return ` context(${[who, ...fields].join(',')})`;
+}
+
 /** A whole session: its owner's calls, with repeats, and now and then a proposal from someone else. */
-const session: fc.Arbitrary<FuzzSession> = sessionPlan.chain(({ owner, length }) =>
+const session: fc.Arbitrary<FuzzSession> = sessionPlan.chain(({ owner, length, context }) =>
   fc
     .array(
       fc.record({
@@ -513,7 +610,16 @@ const session: fc.Arbitrary<FuzzSession> = sessionPlan.chain(({ owner, length })
           { weight: 17, arbitrary: fc.constant('fresh' as const) },
           { weight: 4, arbitrary: fc.constant('repeat' as const) },
           { weight: 1, arbitrary: fc.constant('intruder' as const) },
+          // The harness names another end user mid-session, or attaches a hostile context.
+          { weight: 1, arbitrary: fc.constant('other-context' as const) },
+          // The model fills the bound customer_id itself.
+          { weight: 1, arbitrary: fc.constant('bound-sent' as const) },
         ),
+        otherContext: fc.oneof(
+          { weight: 3, arbitrary: validContext.map((value) => ({ value, hostile: false })) },
+          { weight: 1, arbitrary: hostileContext.map((value) => ({ value, hostile: true })) },
+        ),
+        boundCustomer: fc.constantFrom(...fuzzCustomers),
         fresh: callFor(owner),
         intruder: fc
           .constantFrom(fuzzCallers.approvalBound, fuzzCallers.readOnly, fuzzCallers.stranger)
@@ -525,15 +631,38 @@ const session: fc.Arbitrary<FuzzSession> = sessionPlan.chain(({ owner, length })
       { minLength: length, maxLength: length },
     )
     .map((draws) => {
+      const inContext = (call: FuzzCall): FuzzCall =>
+        context.value === undefined
+          ? call
+          : {
+              ...call,
+              context: context.value,
+              kind: `${call.kind}${contextKind(context.value, context.hostile)}`,
+            };
       const calls: FuzzCall[] = [];
       for (const draw of draws) {
         const earlier = calls.filter((call) => call.caller === owner);
         if (draw.step === 'repeat' && earlier.length > 0) {
           calls.push(repeated(earlier[draw.pick % earlier.length]!, draw.variant));
         } else if (draw.step === 'intruder') {
-          calls.push({ ...draw.intruder, kind: `${draw.intruder.kind} intruder` });
+          calls.push(inContext({ ...draw.intruder, kind: `${draw.intruder.kind} intruder` }));
+        } else if (draw.step === 'other-context') {
+          const other = draw.otherContext;
+          calls.push({
+            ...draw.fresh,
+            context: other.value,
+            kind: `${draw.fresh.kind}${contextKind(other.value, other.hostile)} other-context`,
+          });
+        } else if (draw.step === 'bound-sent' && typeof draw.fresh.arguments === 'object') {
+          calls.push(
+            inContext({
+              ...draw.fresh,
+              arguments: { ...draw.fresh.arguments, customer_id: draw.boundCustomer },
+              kind: `${draw.fresh.kind} bound-sent`,
+            }),
+          );
         } else {
-          calls.push(draw.fresh);
+          calls.push(inContext(draw.fresh));
         }
       }
       return { calls };

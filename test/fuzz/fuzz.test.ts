@@ -79,6 +79,12 @@ describe(`fuzz: ${payloads} random and mutated proposals (seed ${seed}; TOOLGATE
     expect(report.answersByCode.STEP_LIMIT ?? 0).toBeGreaterThan(0);
   });
 
+  it("attaches contexts: another customer's order, a changed or hostile context, a bound field sent", () => {
+    for (const code of ['ORDER_NOT_OWNED', 'CONTEXT_MISMATCH', 'CONTEXT_INVALID', 'BOUND_PARAMETER_SENT']) {
+      expect(report.answersByCode[code] ?? 0, code).toBeGreaterThan(0);
+    }
+  });
+
   it('answers with well-formed ToolResults that leak no internal error', () => {
     expect(report.malformedResults).toEqual([]);
   });
