@@ -262,12 +262,13 @@ export class SessionModel {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'INVALID_JSON';
     if (nestingDepth(value) > maxArgumentsDepth) return 'INVALID_JSON';
     // Bound parameters are the host's: the model sending one is refused; the context fills them.
-    const bound = Object.keys(contract.boundParameters ?? {});
-    if (bound.some((field) => Object.hasOwn(value, field))) return 'BOUND_PARAMETER_SENT';
-    const withBound =
-      bound.length > 0 && input.onBehalfOf !== undefined
-        ? { ...value, ...Object.fromEntries(bound.map((field) => [field, input.onBehalfOf])) }
-        : value;
+    // The campaign's contexts vary only `onBehalfOf`; a field bound to another source stays empty.
+    const bound = Object.entries(contract.boundParameters ?? {});
+    if (bound.some(([field]) => Object.hasOwn(value, field))) return 'BOUND_PARAMETER_SENT';
+    const filled = bound.flatMap(([field, source]) =>
+      source === 'onBehalfOf' && input.onBehalfOf !== undefined ? [[field, input.onBehalfOf]] : [],
+    );
+    const withBound = { ...value, ...Object.fromEntries(filled) };
     // Step 3: the contract's strict schema.
     const parsed = contract.input.safeParse(withBound);
     if (!parsed.success) return 'INVALID_ARGUMENTS';
