@@ -265,7 +265,7 @@ export class SessionModel {
     // The campaign's contexts vary only `onBehalfOf`; a field bound to another source stays empty.
     const bound = Object.entries(contract.boundParameters ?? {});
     if (bound.some(([field]) => Object.hasOwn(value, field))) return 'BOUND_PARAMETER_SENT';
-    const filled = bound.flatMap(([field, source]) =>
+    const filled = bound.flatMap(([field, source]): [string, string][] =>
       source === 'onBehalfOf' && input.onBehalfOf !== undefined ? [[field, input.onBehalfOf]] : [],
     );
     const withBound = { ...value, ...Object.fromEntries(filled) };
