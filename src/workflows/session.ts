@@ -30,6 +30,7 @@ import type { ToolResult } from '../shared/tool-result';
 import { durationMs } from '../shared/durations';
 import {
   circuitOpenMessage,
+  contextInvalidMessage,
   contextMismatchMessage,
   internalErrorMessage,
   loopDetectedMessage,
@@ -39,7 +40,7 @@ import {
 } from '../shared/model-messages';
 import { nameRecord } from '../shared/own-records';
 import type { CallContext } from '../shared/call-context';
-import { contextKey, isEmptyContext } from '../shared/call-context';
+import { checkContext, contextKey, isEmptyContext } from '../shared/call-context';
 import type { UntrustedRead } from '../shared/untrusted-text';
 import { withUntrustedReads } from '../shared/untrusted-text';
 
@@ -298,13 +299,18 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
     await snapshotOf(proposal.caller);
     const owned =
       proposal.session === input.session && (state.caller === undefined || state.caller === proposal.caller);
+    // A raw client may attach anything: the context's shape is checked before the session fixes it.
+    const shaped = checkContext(proposal.context);
     // A session acts for one end user: the context its first proposal carried, and no other.
     const sameContext =
-      state.context === undefined || contextKey(state.context) === contextKey(proposal.context);
+      !shaped.ok || state.context === undefined || contextKey(state.context) === contextKey(shaped.context);
     // One local activity checks the signature and, for a proposal this state admits, signs its
     // ticket. Nothing else changes the state until this admission ends (`inTurn`), so the decision
     // below is the one foreseen here: a refused proposal never gets a ticket, in history or anywhere.
-    const checked = await checkedByWorker({ request, admits: owned && sameContext && foresee(request) });
+    const checked = await checkedByWorker({
+      request,
+      admits: owned && shaped.ok && sameContext && foresee(request),
+    });
     // Signature and ownership first: a proposal that fails them uses no step and counts toward nothing.
     if (checked.failed) {
       // The worker could not check it: not a forgery, and nothing counted. The model is told so.
@@ -317,6 +323,12 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       auditRefusal(request, refused.result);
       return refused;
     }
+    // Signed by the owner, with a context no harness of ours attaches: uses no step, fixes nothing.
+    if (!shaped.ok) {
+      const refused = reject('CONTEXT_INVALID', contextInvalidMessage({ problem: shaped.problem }));
+      auditRefusal(request, refused.result);
+      return refused;
+    }
     // Signed by the owner, for someone else: uses no step either (the harness's doing, not the model's).
     if (!sameContext) {
       const refused = reject('CONTEXT_MISMATCH', contextMismatchMessage);
@@ -324,7 +336,7 @@ export async function toolSession(input: SessionInput): Promise<SessionStats> {
       return refused;
     }
     state.caller ??= proposal.caller;
-    state.context ??= proposal.context ?? {};
+    state.context ??= shaped.context;
     lastActivityAt = Date.now();
     const decided = decide(request, reject);
     const decision: AdmissionDecision = decided.admitted

@@ -265,6 +265,65 @@ describe('proposals edited after signing', () => {
   );
 });
 
+describe('a context no harness attaches, signed with the caller’s own key', () => {
+  // A raw Temporal client holding test-refunder's key signs whatever context it likes. The session
+  // checks its shape before it fixes the conversation's end user: each is CONTEXT_INVALID, uses no
+  // step, and leaves the session free for the context the real harness attaches.
+  const manyClaims = Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`c${index}`, 'x']));
+  const hostile: [string, unknown][] = [
+    ['null', null],
+    ['a string', 'CUS-1'],
+    ['an end user with a NUL', { onBehalfOf: 'CUS-1\u0000' }],
+    ['an end user with U+202E', { onBehalfOf: 'CUS-\u202e1' }],
+    ['an end user of 129 characters', { onBehalfOf: 'C'.repeat(129) }],
+    ['an unknown field', { onBehalfOf: 'CUS-1', role: 'admin' }],
+    ['a __proto__ claim', JSON.parse('{"onBehalfOf":"CUS-1","claims":{"__proto__":"x"}}') as unknown],
+    ['17 claims', { onBehalfOf: 'CUS-1', claims: manyClaims }],
+    ['a claim of 1 MB', { onBehalfOf: 'CUS-1', claims: { note: 'x'.repeat(1 << 20) } }],
+    ['a channel that is not kebab-case', { onBehalfOf: 'CUS-1', channel: 'End User' }],
+  ];
+
+  it.each(hostile)(
+    'refuses %s with CONTEXT_INVALID, using no step and fixing nothing',
+    async (_label, context) => {
+      const session = harness.newSession();
+      const built = proposalOf({
+        session,
+        caller: 'test-refunder',
+        tool: 'get_order',
+        arguments: '{"order_id":"ORD-1001"}',
+      });
+      const proposal = { ...built.proposal, context } as Proposal;
+      const signature = signatureOf({ callId: built.callId, proposal }, callerKey('test-refunder'));
+      const admission = await admitRaw({ callId: built.callId, proposal, signature });
+      expect(admission).toMatchObject({
+        admitted: false,
+        result: { ok: false, code: 'CONTEXT_INVALID', effect: 'none' },
+      });
+      expect(admission).not.toHaveProperty('ticket');
+      const before = await stats(session);
+      expect(before.steps).toBe(0);
+      expect(before).not.toHaveProperty('context');
+
+      // The harness's own context is still the first the session fixes.
+      const genuine = await harness.client.call({
+        session,
+        caller: 'test-refunder',
+        tool: 'get_order',
+        arguments: '{"order_id":"ORD-1001"}',
+        context: { onBehalfOf: 'CUS-1', channel: 'end-user-chat' },
+      });
+      expect(genuine).toMatchObject({ ok: true, code: 'OK' });
+      expect(await stats(session)).toMatchObject({
+        steps: 1,
+        context: { onBehalfOf: 'CUS-1', channel: 'end-user-chat' },
+        codeCounts: { OK: 1 },
+      });
+      expect(await appliedRefunds()).toBe(0);
+    },
+  );
+});
+
 describe('a genuine proposal replayed elsewhere', () => {
   it('refuses test-refunder’s signed proposal for one session when it is sent to another', async () => {
     const signedFor = harness.newSession();
