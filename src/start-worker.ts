@@ -132,7 +132,9 @@ export async function startToolGateWorker(input: {
           })
         : (input.minter ?? undefined);
     const endpointOptions = input.metrics === undefined ? config.metrics : input.metrics || undefined;
-    const metrics = endpointOptions ? createToolGateMetrics({ knownTools: registry.names }) : undefined;
+    const metrics = endpointOptions
+      ? createToolGateMetrics({ knownTools: registry.names, knownChannels: channelsOf(policy.file) })
+      : undefined;
     const endpoint =
       metrics && endpointOptions
         ? await serveMetrics({
@@ -209,4 +211,13 @@ function minterFromKeys(input: {
     // A call covered by a standing grant: the grants workflow must hold its use.
     grantUse: (use) => readGrantUse({ client, taskQueue, ...use }),
   });
+}
+
+/** The channels a policy file's caller contexts name: the bounded set the metrics label by. */
+function channelsOf(file: LoadedPolicy['file']): string[] {
+  return Object.values(file.callers).flatMap((caller) =>
+    (caller.contexts ?? []).flatMap((entry) =>
+      entry.when.channel !== undefined ? [entry.when.channel] : [],
+    ),
+  );
 }

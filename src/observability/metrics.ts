@@ -9,6 +9,13 @@ import { approvalOutcomeOf } from '../reporting/approval-outcome';
 /** The label every tool name the worker does not know is counted under, so the model cannot grow the series. */
 export const unknownToolLabel = '_unknown';
 
+/** The channel label of a call whose context names no channel. */
+export const noChannelLabel = '_none';
+/** The channel label of a call in a channel the worker was not told of, so a harness cannot grow the series. */
+export const otherChannelLabel = '_other';
+/** The channels every deployment labels by: the ones toolgate's docs and examples use. */
+export const standardChannels: readonly string[] = ['end-user-chat', 'internal-console'];
+
 /** Buckets of the time to an approval's decision, in seconds: from a minute to three days. */
 const decisionBuckets = [5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 72 * 3600];
 
@@ -28,15 +35,28 @@ export interface ToolGateMetrics {
 /**
  * Creates toolgate's metrics (see docs/audit-and-observability.md, "Metrics" for names and labels). `knownTools`:
  * the tool names to label by; any other name (the model invents some) is counted as `_unknown`.
+ * `knownChannels`: the context channels to label by, besides `standardChannels`; any other is counted
+ * as `_other`, none as `_none`. End users and tenants are never labels (unbounded).
  */
-export function createToolGateMetrics(input: { knownTools?: Iterable<string> } = {}): ToolGateMetrics {
+export function createToolGateMetrics(
+  input: { knownTools?: Iterable<string>; knownChannels?: Iterable<string> } = {},
+): ToolGateMetrics {
   const registry = new Registry();
   const known = input.knownTools ? new Set(input.knownTools) : undefined;
   const toolLabel = (tool: string): string => (!known || known.has(tool) ? tool : unknownToolLabel);
+  const channels = new Set([...standardChannels, ...(input.knownChannels ?? [])]);
+  const channelLabel = (channel: unknown): string =>
+    typeof channel !== 'string' ? noChannelLabel : channels.has(channel) ? channel : otherChannelLabel;
   const calls = new Counter({
     name: 'toolgate_calls_total',
     help: 'Calls that finished (one per run of a call, with its audit record), by tool, code and effect.',
     labelNames: ['tool', 'code', 'effect'] as const,
+    registers: [registry],
+  });
+  const byChannel = new Counter({
+    name: 'toolgate_calls_by_channel_total',
+    help: 'Calls that finished, by the channel of the context they acted in (_none: no channel) and code.',
+    labelNames: ['channel', 'code'] as const,
     registers: [registry],
   });
   const refusals = new Counter({
@@ -85,6 +105,7 @@ export function createToolGateMetrics(input: { knownTools?: Iterable<string> } =
       }
       const tool = toolLabel(record.tool);
       calls.inc({ tool, code: record.code, effect: record.effect });
+      byChannel.inc({ channel: channelLabel(record.context?.channel), code: record.code });
       const approval = approvalOutcomeOf(record);
       if (approval) {
         approvals.inc({ tool, outcome: approval.outcome });
