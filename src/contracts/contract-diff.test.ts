@@ -783,3 +783,79 @@ describe('what the plain rules used to miss: unions, defaults, unwritable types,
     });
   });
 });
+
+describe('on whose behalf: bound parameters and untrusted output', () => {
+  const withCustomer = (bound?: Record<string, 'onBehalfOf' | 'tenant'>) =>
+    refundTool({
+      input: refundInput({ customer_id: z.string().min(1).describe('The customer.') }),
+      ...(bound ? { boundParameters: bound } : {}),
+    });
+  const noteOutput = z.strictObject({ order_id: z.string(), note: z.string(), status: z.string() });
+  const readWith = (untrustedOutput?: true | string[]) =>
+    defineToolContract({
+      name: 'get_order',
+      description: 'Read one order. No side effects.',
+      input: z.strictObject({ order_id: z.string().describe('Order id.') }),
+      output: noteOutput,
+      effect: 'read',
+      ...(untrustedOutput !== undefined ? { untrustedOutput } : {}),
+    });
+
+  it('records the bound parameters and untrusted output in the snapshot, sorted', () => {
+    const snapshot = snapshotContracts({
+      tools: [withCustomer({ customer_id: 'onBehalfOf' }), readWith(['status', 'note'])],
+    });
+    const [read, refund] = snapshot.tools;
+    expect(refund).toMatchObject({ boundParameters: { customer_id: 'onBehalfOf' } });
+    // The model never sees a bound field: the snapshot's input is the model's.
+    expect(Object.keys(refund!.input)).not.toContain('input.customer_id');
+    expect(read).toMatchObject({ untrustedOutput: ['note', 'status'] });
+    expect(read).not.toHaveProperty('boundParameters');
+  });
+
+  it('unbinding a parameter is breaking: the model would choose the end user', () => {
+    const { changes } = diff([withCustomer({ customer_id: 'onBehalfOf' })], [withCustomer()]);
+    expect(changes.map((change) => [change.verdict, change.kind, change.path])).toEqual([
+      ['breaking', 'BOUND_PARAMETER_REMOVED', 'boundParameters.customer_id'],
+      // The model's schema now asks for it: a required field added.
+      ['breaking', 'FIELD_ADDED', 'input.customer_id'],
+    ]);
+  });
+
+  it('binding a parameter, or changing its source, is breaking', () => {
+    const bound = diff([withCustomer()], [withCustomer({ customer_id: 'onBehalfOf' })]);
+    expect(bound.ok).toBe(false);
+    expect(bound.changes.map((change) => change.kind).sort()).toEqual([
+      'BOUND_PARAMETER_ADDED',
+      'FIELD_REMOVED',
+    ]);
+    const moved = diff(
+      [withCustomer({ customer_id: 'onBehalfOf' })],
+      [withCustomer({ customer_id: 'tenant' })],
+    );
+    expect(moved.changes).toEqual([
+      expect.objectContaining({
+        verdict: 'breaking',
+        kind: 'BOUND_PARAMETER_SOURCE_CHANGED',
+        before: 'onBehalfOf',
+        after: 'tenant',
+      }),
+    ]);
+  });
+
+  it('less untrusted output is breaking; more is compatible', () => {
+    const kinds = (before: AnyToolContract, after: AnyToolContract) =>
+      diff([before], [after]).changes.map((change) => [change.verdict, change.kind]);
+    expect(kinds(readWith(['note']), readWith())).toEqual([['breaking', 'UNTRUSTED_OUTPUT_NARROWED']]);
+    expect(kinds(readWith(true), readWith(['note']))).toEqual([['breaking', 'UNTRUSTED_OUTPUT_NARROWED']]);
+    expect(kinds(readWith(['note']), readWith(['status']))).toEqual([
+      ['breaking', 'UNTRUSTED_OUTPUT_NARROWED'],
+    ]);
+    expect(kinds(readWith(), readWith(['note']))).toEqual([['compatible', 'UNTRUSTED_OUTPUT_WIDENED']]);
+    expect(kinds(readWith(['note']), readWith(['note', 'status']))).toEqual([
+      ['compatible', 'UNTRUSTED_OUTPUT_WIDENED'],
+    ]);
+    expect(kinds(readWith(['note']), readWith(true))).toEqual([['compatible', 'UNTRUSTED_OUTPUT_WIDENED']]);
+    expect(kinds(readWith(['status', 'note']), readWith(['note', 'status']))).toEqual([]);
+  });
+});

@@ -61,6 +61,11 @@ export const contractChangeKinds = [
   'EXAMPLE_REMOVED',
   'EXAMPLE_ADDED',
   'IDEMPOTENCY_FIELDS_CHANGED',
+  'BOUND_PARAMETER_ADDED',
+  'BOUND_PARAMETER_REMOVED',
+  'BOUND_PARAMETER_SOURCE_CHANGED',
+  'UNTRUSTED_OUTPUT_WIDENED',
+  'UNTRUSTED_OUTPUT_NARROWED',
 ] as const;
 
 /** A kind of contract change. */
@@ -201,10 +206,116 @@ function diffTool(before: ToolSnapshot, after: ToolSnapshot): ContractChange[] {
         'and its effect may apply twice',
     });
   }
+  changes.push(
+    ...diffBoundParameters({ tool, before: before.boundParameters, after: after.boundParameters }),
+  );
+  changes.push(
+    ...diffUntrustedOutput({ tool, before: before.untrustedOutput, after: after.untrustedOutput }),
+  );
   changes.push(...diffFields({ tool, side: 'input', before: before.input, after: after.input }));
   changes.push(...diffFields({ tool, side: 'output', before: before.output, after: after.output }));
   changes.push(...diffExamples({ tool, before, after }));
   return changes;
+}
+
+/**
+ * A bound parameter is a trust boundary: the host fills it, the model never sees it. Unbinding one
+ * lets the model choose (for example) the end user; binding one or changing its source changes
+ * which calls the same proposal makes, and its call id. Every change is breaking.
+ */
+function diffBoundParameters(input: {
+  tool: string;
+  before: Record<string, string> | undefined;
+  after: Record<string, string> | undefined;
+}): ContractChange[] {
+  const { tool } = input;
+  const before = new Map(Object.entries(input.before ?? {}));
+  const after = new Map(Object.entries(input.after ?? {}));
+  const changes: ContractChange[] = [];
+  for (const [field, source] of before) {
+    const path = `boundParameters.${field}`;
+    const now = after.get(field);
+    if (now === undefined) {
+      changes.push({
+        verdict: 'breaking',
+        kind: 'BOUND_PARAMETER_REMOVED',
+        tool,
+        path,
+        before: source,
+        message:
+          `${field} is no longer filled from context.${source}: the model now chooses it, so a call can act ` +
+          'for someone other than the conversation’s end user; call ids change',
+      });
+    } else if (now !== source) {
+      changes.push({
+        verdict: 'breaking',
+        kind: 'BOUND_PARAMETER_SOURCE_CHANGED',
+        tool,
+        path,
+        before: source,
+        after: now,
+        message: `${field} is filled from context.${now} instead of context.${source}: the same conversation's calls change, and their call ids`,
+      });
+    }
+  }
+  for (const [field, source] of after) {
+    if (before.has(field)) continue;
+    changes.push({
+      verdict: 'breaking',
+      kind: 'BOUND_PARAMETER_ADDED',
+      tool,
+      path: `boundParameters.${field}`,
+      after: source,
+      message:
+        `${field} is now filled from context.${source}: a model that sends it is refused (BOUND_PARAMETER_SENT), ` +
+        'a call whose context lacks it is refused when the field is required (CONTEXT_REQUIRED), and call ids change',
+    });
+  }
+  return changes;
+}
+
+/**
+ * Untrusted output marks what the taint rule counts: more of it asks for approval more often
+ * (compatible); less of it lets a session that read text planted there write unattended (breaking).
+ */
+function diffUntrustedOutput(input: {
+  tool: string;
+  before: true | string[] | undefined;
+  after: true | string[] | undefined;
+}): ContractChange[] {
+  const { tool, before, after } = input;
+  if (sameJson(before, after)) return [];
+  const covers = (marked: true | string[] | undefined, field: string): boolean =>
+    marked === true || (marked !== undefined && marked.includes(field));
+  const narrowed =
+    (before === true && after !== true) ||
+    (Array.isArray(before) && before.some((field) => !covers(after, field)));
+  const shown = (marked: true | string[] | undefined): unknown =>
+    marked === true ? 'the whole output' : (marked ?? 'nothing');
+  return [
+    narrowed
+      ? {
+          verdict: 'breaking',
+          kind: 'UNTRUSTED_OUTPUT_NARROWED',
+          tool,
+          path: 'untrustedOutput',
+          before: shown(before),
+          after: shown(after),
+          message:
+            'less of the output counts as untrusted text: a session that reads text planted there no longer ' +
+            'falls under the untrusted-text rule, and may write unattended',
+        }
+      : {
+          verdict: 'compatible',
+          kind: 'UNTRUSTED_OUTPUT_WIDENED',
+          tool,
+          path: 'untrustedOutput',
+          before: shown(before),
+          after: shown(after),
+          message:
+            'more of the output counts as untrusted text: sessions that read it fall under the untrusted-text rule',
+        },
+  ];
 }
 
 function diffDomainCodes(input: {

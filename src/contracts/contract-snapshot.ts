@@ -101,6 +101,10 @@ export interface ToolSnapshot {
   domainCodes: Record<string, string>;
   /** The fields that make a call's identity, sorted; absent when every argument does. */
   idempotencyFields?: string[];
+  /** The parameters the host fills from the context (never in the model's schema), field to source. */
+  boundParameters?: Record<string, string>;
+  /** The output the taint rule counts as untrusted text: all of it (`true`) or these fields, sorted. */
+  untrustedOutput?: true | string[];
   input: FieldMap;
   output: FieldMap;
   /** The risk (and amount) function on the tool's examples, in the order the tool declares them. */
@@ -182,6 +186,20 @@ function snapshotTool(contract: AnyToolContract): ToolSnapshot {
     ...(contract.idempotencyFields
       ? { idempotencyFields: [...contract.idempotencyFields].sort(compareText) }
       : {}),
+    ...(contract.boundParameters && Object.keys(contract.boundParameters).length > 0
+      ? {
+          boundParameters: Object.fromEntries(
+            Object.keys(contract.boundParameters)
+              .sort(compareText)
+              .map((field) => [field, contract.boundParameters![field] as string]),
+          ),
+        }
+      : {}),
+    ...(contract.untrustedOutput === true
+      ? { untrustedOutput: true as const }
+      : contract.untrustedOutput && contract.untrustedOutput.length > 0
+        ? { untrustedOutput: [...contract.untrustedOutput].sort(compareText) }
+        : {}),
     input,
     output,
     examples: (contract.examples ?? []).map((example, index) => observe({ contract, example, index })),
@@ -580,6 +598,8 @@ const snapshotSchema = z.object({
       fingerprints: z.object({ invocation: z.string(), discovery: z.string(), output: z.string() }),
       domainCodes: z.record(z.string(), z.string()),
       idempotencyFields: z.array(z.string()).optional(),
+      boundParameters: z.record(z.string(), z.string()).optional(),
+      untrustedOutput: z.union([z.literal(true), z.array(z.string())]).optional(),
       input: fieldMapSchema,
       output: fieldMapSchema,
       examples: z.array(
