@@ -234,6 +234,7 @@ export function evaluateCall(input: {
               quorum,
               windowMs,
               rule: `${rules.join('; ')}: approval by ${quorum} approver(s) granted "${level}"`,
+              ...(untrusted ? { untrustedText: true as const } : {}),
               ...(context.notifications ? { notifications: context.notifications } : {}),
             },
           }

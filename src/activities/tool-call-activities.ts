@@ -157,8 +157,9 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         disabled: (call) => disabledSwitchFor(controls, call),
       });
       // A call that needs approval: does a standing grant cover it now? (Read only here; the call
-      // takes a use atomically at step 7, and waits for a human when none is left by then.)
-      if (evaluation.ok && evaluation.call.approval) {
+      // takes a use atomically at step 7, and waits for a human when none is left by then.) Never one
+      // the untrusted-text rule holds: a person looks at a write that text the model read may have asked for.
+      if (evaluation.ok && evaluation.call.approval && !evaluation.call.approval.untrustedText) {
         const { call } = evaluation;
         // Grants that cannot be read cover nothing: the call waits for a human, the safe side.
         const grants = await readGrants({ client, taskQueue: info.taskQueue }).catch(() => ({ grants: [] }));

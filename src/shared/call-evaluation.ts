@@ -42,6 +42,11 @@ export interface ApprovalRequirement {
   windowMs: number;
   /** Why, in words, for approvers: the policy rule that asked for it. */
   rule: string;
+  /**
+   * True when the untrusted-text rule applies (the session read untrusted text): a person must look at
+   * this call, so no standing grant covers it.
+   */
+  untrustedText?: true;
   /** Which channels hear of it, when the worker has notifications configured (absent: none, no commands). */
   notifications?: ApprovalNotificationPlan;
 }

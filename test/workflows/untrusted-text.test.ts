@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { addGrant, listGrants, signGrant } from 'toolgate';
 import type { CallContext, PolicyFileInput, ToolResult } from 'toolgate';
+import { revokeOpenGrants } from '../support/grant-helpers';
 import { approvalHelpers } from '../support/approval-helpers';
 import { testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -89,6 +91,42 @@ describe('a session that read untrusted text', () => {
     expect(refused).toMatchObject({ ok: false, code: 'UNTRUSTED_TEXT_READ', effect: 'none' });
     expect(refused.message).toContain('get_order.note');
     expect(await harness.orders.api.refundCount()).toBe(0);
+  });
+});
+
+describe('a standing grant and untrusted text', () => {
+  it('never covers a write the untrusted-text rule holds: a person decides, and the grant keeps its uses', async () => {
+    const signed = signGrant({
+      taskQueue: harness.taskQueue,
+      caller: 'test-refunder',
+      tool: 'refund_order',
+      maxLevel: 'irreversible',
+      maxCalls: 5,
+      expiresAt: new Date(Date.now() + 60 * 60 * 1000),
+      reason: 'small refunds while the queue is long',
+      approver: 'alice',
+      approverKey: harness.approverKey('alice'),
+    });
+    const added = await addGrant({ client: harness.temporal, taskQueue: harness.taskQueue, signed });
+    expect(added, JSON.stringify(added)).toMatchObject({ accepted: true });
+    try {
+      const call = inSession('test-refunder');
+      expect((await call('get_order', { order_id: 'ORD-1003' })).code).toBe('OK');
+      const pending = await call('refund_order', refund);
+      expect(pending).toMatchObject({ code: 'APPROVAL_PENDING', effect: 'none' });
+      expect((await harness.admin.show(pending.callId))?.approvalRule).toMatch(
+        /read untrusted text from get_order\.note/,
+      );
+      const { grants } = await listGrants({ client: harness.temporal, taskQueue: harness.taskQueue });
+      expect(grants.find((entry) => entry.grant.grantId === signed.grant.grantId)).toMatchObject({
+        state: 'active',
+        usedCalls: 0,
+      });
+      expect(await harness.orders.api.refundCount()).toBe(0);
+      await harness.client.cancel({ callId: pending.callId, caller: 'test-refunder', reason: 'test done' });
+    } finally {
+      await revokeOpenGrants(harness);
+    }
   });
 });
 
