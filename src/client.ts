@@ -373,10 +373,16 @@ export class ToolGateClient {
    * The current result of one of `caller`'s calls, for a harness that only knows the call id (an MCP
    * client's status tool): APPROVAL_PENDING while its approval round is open, else its final result,
    * waiting up to `waitMs` (default 20 s) for a call that is between decision and result. Another
-   * caller's call, a session's workflow and an id that does not exist are all `CALL_NOT_FOUND`.
+   * caller's call, a session's workflow and an id that does not exist are all `CALL_NOT_FOUND`; with
+   * `onBehalfOf` (an MCP connection whose token names its end user), so is a call for anyone else.
    * Never changes anything; throws only when the call stays without an answer (no worker).
    */
-  async callStatus(input: { callId: string; caller: string; waitMs?: number }): Promise<ToolResult> {
+  async callStatus(input: {
+    callId: string;
+    caller: string;
+    onBehalfOf?: string;
+    waitMs?: number;
+  }): Promise<ToolResult> {
     const { callId } = input;
     if (!isCallId(callId)) return callNotFound(callId);
     const handle = this.client.workflow.getHandle(callId);
@@ -384,6 +390,11 @@ export class ToolGateClient {
       const description = await handle.describe();
       const caller = description.typedSearchAttributes.get(searchAttributes.caller);
       if (description.type !== toolCallWorkflowType || caller !== input.caller) return callNotFound(callId);
+      // The end user as the worker recorded the call's context: another customer's call is not found.
+      if (input.onBehalfOf !== undefined) {
+        const state = await handle.query(callStateQuery);
+        if (state.context?.onBehalfOf !== input.onBehalfOf) return callNotFound(callId);
+      }
     } catch (error) {
       if (errorName(error) === 'WorkflowNotFoundError') return callNotFound(callId);
       throw error;

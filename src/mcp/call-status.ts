@@ -36,6 +36,8 @@ export const callStatusContract = defineToolContract({
 export interface CallStatusInput {
   client: ToolGateClient;
   caller: string;
+  /** The end user the connection acts for (its token's), when it names one: only their calls answer. */
+  onBehalfOf?: string;
   /** The tool's arguments as the model sent them. */
   arguments: unknown;
   /** How long to wait for a call that is running and has no answer yet, e.g. executing after approval. */
@@ -61,6 +63,7 @@ export async function callStatus(input: CallStatusInput): Promise<ToolResult> {
   return input.client.callStatus({
     callId: validation.args.call_id as string,
     caller: input.caller,
+    ...(input.onBehalfOf !== undefined ? { onBehalfOf: input.onBehalfOf } : {}),
     ...(input.waitMs !== undefined ? { waitMs: input.waitMs } : {}),
   });
 }

@@ -76,7 +76,12 @@ export function createToolGateMcpServer(options: ToolGateMcpServerOptions): Serv
     try {
       const result =
         name === callStatusToolName
-          ? await callStatus({ client, caller, arguments: args })
+          ? await callStatus({
+              client,
+              caller,
+              arguments: args,
+              ...(context?.onBehalfOf !== undefined ? { onBehalfOf: context.onBehalfOf } : {}),
+            })
           : await client.call({
               session: sessionOf(extra.sessionId),
               caller,

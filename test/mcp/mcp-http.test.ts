@@ -193,6 +193,34 @@ describe('toolgate MCP over Streamable HTTP', () => {
     }
   });
 
+  it("answers toolgate_call_status only for its own end user's calls: another customer's is CALL_NOT_FOUND", async () => {
+    const cus2 = await connectHttp(
+      createMcpToken({ path: tokensPath, caller: 'support-bot', onBehalfOf: 'CUS-2' }).token,
+    );
+    const cus1 = await connectHttp(
+      createMcpToken({ path: tokensPath, caller: 'support-bot', onBehalfOf: 'CUS-1' }).token,
+    );
+    try {
+      // CUS-2 reads its own order, note and all.
+      const read = await callTool(cus2.client, 'get_order', { order_id: 'ORD-1002' });
+      expect(read.result).toMatchObject({ code: 'OK', data: { customer_id: 'CUS-2' } });
+      const callId = String(read.result.callId);
+      expect((await callTool(cus2.client, 'toolgate_call_status', { call_id: callId })).result).toMatchObject(
+        {
+          code: 'OK',
+          data: { customer_id: 'CUS-2' },
+        },
+      );
+      // The same caller's token for CUS-1, with the call id in hand (a log, a transcript): nothing of it.
+      const probed = await callTool(cus1.client, 'toolgate_call_status', { call_id: callId });
+      expect(probed.result).toMatchObject({ ok: false, code: 'CALL_NOT_FOUND' });
+      expect(JSON.stringify(probed)).not.toContain('CUS-2');
+    } finally {
+      await cus1.client.close();
+      await cus2.client.close();
+    }
+  });
+
   it("uses the MCP session id as the toolgate session, owned by the token's caller", async () => {
     const support = connections.get('support-bot')!;
     const read = await callTool(support.client, 'get_order', { order_id: 'ORD-1003' });
