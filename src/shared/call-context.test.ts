@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { CallContext } from './call-context';
 import {
   boundValues,
   checkContext,
@@ -111,5 +112,25 @@ describe('bound values', () => {
       'for CUS-1 (tenant shop-1, end-user-chat)',
     );
     expect(describeContext({})).toBe('');
+  });
+});
+
+describe('describeContext on what a raw client left in a call', () => {
+  it('shows only text, never converting an object, and never throws', () => {
+    const hostile = [
+      null,
+      'CUS-1',
+      { onBehalfOf: { toString: 0 } },
+      { onBehalfOf: ['CUS-1'], tenant: { valueOf: () => 1 }, channel: 7 },
+    ] as unknown as CallContext[];
+    expect(hostile.map((context) => describeContext(context))).toEqual([
+      '',
+      '',
+      'for no end user',
+      'for no end user',
+    ]);
+    expect(describeContext({ onBehalfOf: 'CUS-1', channel: 'end-user-chat', tenant: 'shop-br' })).toBe(
+      'for CUS-1 (tenant shop-br, end-user-chat)',
+    );
   });
 });

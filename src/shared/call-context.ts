@@ -121,6 +121,7 @@ export function checkContext(value: unknown): ContextCheck {
 export function isEmptyContext(context: CallContext | undefined): boolean {
   return (
     context === undefined ||
+    context === null ||
     (context.onBehalfOf === undefined &&
       context.tenant === undefined &&
       context.channel === undefined &&
@@ -169,11 +170,16 @@ export function boundValues(input: {
 
 /** One line for a person: `for CUS-1 (tenant shop-1, end-user-chat)`; empty for no context. */
 export function describeContext(context: CallContext | undefined): string {
-  if (!context || isEmptyContext(context)) return '';
+  // A raw client's call keeps what it sent in its state: only text is shown, never an object's conversion.
+  if (!context || typeof context !== 'object' || isEmptyContext(context)) return '';
+  const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+  const tenant = text(context.tenant);
+  const channel = text(context.channel);
+  const onBehalfOf = text(context.onBehalfOf);
   const where = [
-    ...(context.tenant !== undefined ? [`tenant ${context.tenant}`] : []),
-    ...(context.channel !== undefined ? [context.channel] : []),
+    ...(tenant !== undefined ? [`tenant ${tenant}`] : []),
+    ...(channel !== undefined ? [channel] : []),
   ];
-  const who = context.onBehalfOf !== undefined ? `for ${context.onBehalfOf}` : 'for no end user';
+  const who = onBehalfOf !== undefined ? `for ${onBehalfOf}` : 'for no end user';
   return where.length > 0 ? `${who} (${where.join(', ')})` : who;
 }

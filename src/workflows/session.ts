@@ -42,7 +42,7 @@ import { nameRecord } from '../shared/own-records';
 import type { CallContext } from '../shared/call-context';
 import { checkContext, contextKey, isEmptyContext } from '../shared/call-context';
 import type { UntrustedRead } from '../shared/untrusted-text';
-import { withUntrustedReads } from '../shared/untrusted-text';
+import { maxUntrustedReads, withUntrustedReads } from '../shared/untrusted-text';
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
 export interface SessionInput {
@@ -542,6 +542,19 @@ function isAdmissionRequest(value: unknown): value is AdmissionRequest {
   );
 }
 
+/**
+ * A source as a contract names one (`get_order.note`, a tool and a field name): short, one line. The
+ * outcome signal is anyone's to send, so it cannot plant long text in what approvers read.
+ */
+function isUntrustedSource(source: unknown): boolean {
+  return (
+    typeof source === 'string' &&
+    source.length > 0 &&
+    source.length <= 200 &&
+    !/[\p{Cc}\p{Zl}\p{Zp}]/u.test(source)
+  );
+}
+
 function isCallOutcome(value: unknown): value is CallOutcome {
   const outcome = value as Partial<CallOutcome> | null;
   return (
@@ -553,6 +566,8 @@ function isCallOutcome(value: unknown): value is CallOutcome {
     typeof outcome.code === 'string' &&
     typeof outcome.ok === 'boolean' &&
     (outcome.untrusted === undefined ||
-      (Array.isArray(outcome.untrusted) && outcome.untrusted.every((source) => typeof source === 'string')))
+      (Array.isArray(outcome.untrusted) &&
+        outcome.untrusted.length <= maxUntrustedReads &&
+        outcome.untrusted.every(isUntrustedSource)))
   );
 }
