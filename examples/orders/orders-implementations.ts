@@ -194,15 +194,18 @@ export function createOrdersTools(input: { ordersUrl: string; api?: OrdersApiCli
   const api = input.api ?? createOrdersApiClient({ baseUrl: input.ordersUrl, requestHeaders: traceHeaders });
   const source = input.ordersUrl;
   const getOrder = defineToolImplementation(getOrderContract, {
-    // Only a call that acts for a customer reads the order first, to refuse another customer's.
-    check: async ({ args }) => {
-      if (args.customer_id === undefined) return;
-      const order = await calling(() => api.getOrder({ orderId: args.order_id }));
-      ensureOwned({ order, customerId: args.customer_id });
-    },
+    // A read has no side effect to guard with a check step: its one GET answers, and the adapter
+    // refuses another customer's order before any of it reaches the model (the note included).
     output: {
       request: ({ args }) => api.getOrderResponse({ orderId: args.order_id }),
-      adapt: adaptOrder,
+      adapt: ({ response, args }) => {
+        const order = adaptOrder({ response });
+        ensureOwned({
+          order: { orderId: order.order_id, customerId: order.customer_id },
+          customerId: args.customer_id,
+        });
+        return order;
+      },
     },
     recordings: {
       source,

@@ -102,19 +102,15 @@ export function expectedBackendRequests(input: {
   tool: string;
   code: string;
   joined: boolean;
-  /** The call acts for an end user: `get_order` then checks the order is theirs first (one more GET). */
+  /** The call acts for an end user: only then may `get_order` answer ORDER_NOT_OWNED (from its one GET). */
   actsForEndUser: boolean;
 }): number | undefined {
   const { tool, code } = input;
   if (rejectedBeforeChecks.has(code)) return 0;
   switch (tool) {
     case 'get_order':
-      if (input.actsForEndUser) {
-        // The check's GET refuses an order not found or not the end user's; an owned one is read again.
-        if (code === 'ORDER_NOT_FOUND' || code === 'ORDER_NOT_OWNED') return 1;
-        return code === 'OK' ? 2 : undefined;
-      }
-      // The executor's one GET answers both.
+      // The executor's one GET answers all three: the adapter refuses another end user's order.
+      if (code === 'ORDER_NOT_OWNED') return input.actsForEndUser ? 1 : undefined;
       return code === 'OK' || code === 'ORDER_NOT_FOUND' ? 1 : undefined;
     case 'refund_order':
       switch (code) {
