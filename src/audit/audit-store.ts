@@ -1,7 +1,5 @@
 import type { CallContext } from '../shared/call-context';
-import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { openSqliteFile } from './sqlite-file';
 import { auditedRawArguments } from '../shared/proposal';
 import type { RegistryEvent } from '../shared/approver-keys';
 import type { ControlEvent } from '../shared/controls';
@@ -159,10 +157,7 @@ export interface AuditStore {
  * stays as written. Its timestamps are the writing process's clock.
  */
 export function openSqliteAuditStore(input: { path: string }): AuditStore {
-  if (input.path !== ':memory:') mkdirSync(dirname(input.path), { recursive: true });
-  const database = new Database(input.path);
-  database.pragma('journal_mode = WAL');
-  database.pragma('busy_timeout = 5000');
+  const database = openSqliteFile({ path: input.path, busyTimeoutMs: 5000 });
   database.exec(`
     CREATE TABLE IF NOT EXISTS audit_records (
       sequence INTEGER PRIMARY KEY AUTOINCREMENT,

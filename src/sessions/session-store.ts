@@ -6,9 +6,7 @@
  * (a retried local activity, a replayed task), it answers what it answered, and counts nothing twice;
  * an outcome counts once per run of its call.
  */
-import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { openSqliteFile } from '../audit/sqlite-file';
 import type { Proposal } from '../shared/proposal';
 import type { CallOutcome, OpenCircuit, SessionStats } from '../shared/session';
 import type { SessionAdmission, SessionLimits, SessionState } from './session-rules';
@@ -65,10 +63,7 @@ interface Row {
  * read, so two processes never decide on the same state.
  */
 export function openSqliteSessionStore(input: { path: string }): SessionStore {
-  if (input.path !== ':memory:') mkdirSync(dirname(input.path), { recursive: true });
-  const database = new Database(input.path);
-  database.pragma('journal_mode = WAL');
-  database.pragma('busy_timeout = 10000');
+  const database = openSqliteFile({ path: input.path, busyTimeoutMs: 10_000 });
   database.exec(`
     CREATE TABLE IF NOT EXISTS sessions (
       session TEXT PRIMARY KEY,
@@ -186,7 +181,7 @@ export function openSqliteSessionStore(input: { path: string }): SessionStore {
  * The answer recorded for a proposal id, when it is asked again. A proposal id is the client's, so
  * another call under a recorded id is not that proposal: it is refused and changes nothing.
  */
-export function answeredBefore(input: {
+function answeredBefore(input: {
   request: SessionAdmissionRequest;
   recorded: { call_id: string; admission: string };
 }): SessionAdmission {

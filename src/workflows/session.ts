@@ -43,6 +43,8 @@ import type { CallContext } from '../shared/call-context';
 import { checkContext, contextKey, isEmptyContext } from '../shared/call-context';
 import type { UntrustedRead } from '../shared/untrusted-text';
 import { maxUntrustedReads, withUntrustedReads } from '../shared/untrusted-text';
+import type { SessionLimits } from '../sessions/session-rules';
+import { defaultSessionLimits } from '../sessions/session-rules';
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
 export interface SessionInput {
@@ -74,24 +76,13 @@ export interface SessionInput {
   };
 }
 
-/** The limits a session enforces, from its caller's policy or the defaults. */
-export interface SessionLimits {
-  stepBudget: number;
-  loopLimit: number;
-  circuitThreshold: number;
-  idleTimeoutMs: number;
-}
+export type { SessionLimits };
 
 /** Continue as new after this many admissions in one run, besides Temporal's own suggestion. */
 const defaultContinueAsNewAfter = 1_000;
 const recentAdmissionsKept = 500;
 const reportedRunsKept = 200;
-const defaults: SessionLimits = {
-  stepBudget: 25,
-  loopLimit: 3,
-  circuitThreshold: 3,
-  idleTimeoutMs: 30 * 60 * 1000,
-};
+const defaults = defaultSessionLimits;
 
 /**
  * Creates the session workflow: durable state shared by every call of one conversation. It admits
