@@ -19,27 +19,15 @@ import {
 } from '../shared/model-messages';
 import { nameRecord } from '../shared/own-records';
 import type { Proposal } from '../shared/proposal';
-import type { CallOutcome, OpenCircuit, SessionStats } from '../shared/session';
+import type { CallOutcome, OpenCircuit, SessionLimits, SessionStats } from '../shared/session';
+import { defaultSessionLimits } from '../shared/session';
+
+export type { SessionLimits };
+export { defaultSessionLimits };
 import { rejection } from '../shared/tool-result';
 import type { ToolResult } from '../shared/tool-result';
 import type { UntrustedRead } from '../shared/untrusted-text';
 import { withUntrustedReads } from '../shared/untrusted-text';
-
-/** The limits a session enforces, from its caller's policy or the defaults. */
-export interface SessionLimits {
-  stepBudget: number;
-  loopLimit: number;
-  circuitThreshold: number;
-  idleTimeoutMs: number;
-}
-
-/** The limits of a caller whose policy sets none. */
-export const defaultSessionLimits: Readonly<SessionLimits> = Object.freeze({
-  stepBudget: 25,
-  loopLimit: 3,
-  circuitThreshold: 3,
-  idleTimeoutMs: 30 * 60 * 1000,
-});
 
 /** Everything a session knows, as the store keeps it (JSON). */
 export interface SessionState {

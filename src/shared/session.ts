@@ -87,3 +87,19 @@ export const resetSessionUpdate = defineUpdate<SessionStats, [{ tool?: string }]
 
 /** Ends the session: it refuses every later call (`SESSION_CLOSED`). */
 export const endSessionUpdate = defineUpdate<SessionStats, [{ reason?: string }]>('endSession');
+
+/** The limits a session enforces, from its caller's policy or the defaults. */
+export interface SessionLimits {
+  stepBudget: number;
+  loopLimit: number;
+  circuitThreshold: number;
+  idleTimeoutMs: number;
+}
+
+/** The limits of a caller whose policy sets none. */
+export const defaultSessionLimits: Readonly<SessionLimits> = Object.freeze({
+  stepBudget: 25,
+  loopLimit: 3,
+  circuitThreshold: 3,
+  idleTimeoutMs: 30 * 60 * 1000,
+});

@@ -43,8 +43,8 @@ import type { CallContext } from '../shared/call-context';
 import { checkContext, contextKey, isEmptyContext } from '../shared/call-context';
 import type { UntrustedRead } from '../shared/untrusted-text';
 import { maxUntrustedReads, withUntrustedReads } from '../shared/untrusted-text';
-import type { SessionLimits } from '../sessions/session-rules';
-import { defaultSessionLimits } from '../sessions/session-rules';
+import type { SessionLimits } from '../shared/session';
+import { defaultSessionLimits } from '../shared/session';
 
 /** What a session carries across continue-as-new: every counter, the loop map and recent admissions. */
 export interface SessionInput {
