@@ -8,7 +8,6 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
-import { sessionWorkflowId } from 'toolgate';
 import type { BenchHarness, WorkerChild } from './bench-harness';
 import { projectRoot, startBenchHarness } from './bench-harness';
 import { benchCallers } from './bench-policy';
@@ -312,8 +311,8 @@ async function main(): Promise<void> {
 
 function notesFor(dirty: boolean, warned: boolean): string[] {
   const notes = [
-    `Governed calls go through ToolGateClient.call (session admission + call update-with-start) in conversations of ${callsPerSession} calls; ` +
-      'the full session is then ended (untimed one call at a time; inside the window under load).',
+    `Governed calls go through ToolGateClient.call (one update-with-start of the call, whose first local activity admits it in the session store) in conversations of ${callsPerSession} calls; ` +
+      'the full session is then ended (one short session-operation workflow; untimed one call at a time, inside the window under load).',
     'Bare calls: client.workflow.execute (start + result) of a workflow whose one activity (or local activity) reads ' +
       `GET /orders/${readOrderId} through createOrdersApiClient; its worker has its own process and task queue.`,
     "Bare shaped like a governed read: a governed read's Temporal operations without toolgate in them: an admission " +
@@ -810,13 +809,6 @@ async function recordedHistories(input: {
       id: 'gov-call',
       label: 'governed read: its call run',
       workflowId: callId,
-    }),
-    await countHistory({
-      temporal,
-      id: 'gov-session',
-      label: `its session, per call (${callsPerSession} calls)`,
-      workflowId: sessionWorkflowId(session),
-      calls: callsPerSession,
     }),
     await countHistory({
       temporal,

@@ -49,7 +49,7 @@ export function governedCaller(input: {
     if (session === undefined) return;
     const ended = session;
     session = undefined;
-    await harness.client.endSession(ended, { reason: 'bench conversation over' });
+    await harness.client.endSession(ended, { reason: 'bench conversation over', caller: input.caller });
   };
   return {
     prepare: async () => {

@@ -19,9 +19,9 @@ import {
   quotaWorkflowId,
   revokeGrant,
   signGrant,
-  sessionWorkflowId,
   setToolSwitch,
 } from 'toolgate';
+import type { ToolResult } from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { refundOrderContract } from '../examples/orders/orders-contracts';
 import { testPolicy } from '../test/support/test-policy';
@@ -283,7 +283,8 @@ async function main(): Promise<void> {
         quotaWorkflowId({ taskQueue: harness.taskQueue, quota: deploymentLimit }),
         'toolgate-quota-deployment-refund_order-24h',
       );
-      // A session that admitted, refused and counted outcomes (its newest run, after continue-as-new).
+      // A session's reads: three admitted, the fourth of the same order refused LOOP_DETECTED at its
+      // call's first step (sessions are state in the audit store: the refused run is what is recorded).
       const sessionId = harness.newSession();
       const ask = (orderId: string) =>
         harness.client.call({
@@ -292,19 +293,10 @@ async function main(): Promise<void> {
           tool: 'get_order',
           arguments: `{"order_id":"${orderId}"}`,
         });
-      for (const orderId of [
-        'ORD-1001',
-        'ORD-1001',
-        'ORD-1001',
-        'ORD-1001',
-        'ORD-9999',
-        'ORD-1002',
-        'ORD-1003',
-        'bad',
-      ]) {
-        await ask(orderId);
-      }
-      await record('session', sessionWorkflowId(sessionId));
+      let looped: ToolResult | undefined;
+      for (const orderId of ['ORD-1001', 'ORD-1001', 'ORD-1001', 'ORD-1001']) looped = await ask(orderId);
+      if (looped?.code !== 'LOOP_DETECTED') throw new Error(`expected LOOP_DETECTED, got ${looped?.code}`);
+      await record('read-loop-detected', looped.callId);
       // Last, since it deploys another contract: a refund whose risk function changed while it waited.
       // The old round is superseded, the call judged again, approved in a new round and run.
       const waiting = await harness.call({

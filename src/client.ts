@@ -6,8 +6,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CancelOutcome } from './admin/cancel-call';
 import { cancelCall } from './admin/cancel-call';
-import { createKeyedLimiter } from './connection/keyed-limiter';
-import { overloadFailure, retryingTransient, transientQueryFailure } from './connection/transient-retry';
+import { overloadFailure, retryingTransient } from './connection/transient-retry';
 import type { AuditStore } from './audit/audit-store';
 import { admissionRefusalRecord } from './audit/audit-store';
 import { signValue } from './keys/key-files';
@@ -17,7 +16,6 @@ import {
   contextInvalidMessage,
   intentConflictMessage,
   overloadedMessage,
-  sessionClosedMessage,
   stoppedOutsideMessage,
   undeliveredMessage,
 } from './shared/model-messages';
@@ -31,15 +29,14 @@ import {
 import type { Proposal } from './shared/proposal';
 import type { CallContext } from './shared/call-context';
 import { checkContext } from './shared/call-context';
-import type { AdmissionDecision, AdmissionRequest, SessionStats } from './shared/session';
-import {
-  admitUpdate,
-  endSessionUpdate,
-  resetSessionUpdate,
-  sessionStatsQuery,
-  sessionWorkflowId,
-  sessionWorkflowType,
-} from './shared/session';
+import type { SessionStats, SessionSummary } from './shared/session';
+import type {
+  SessionEndClaims,
+  SessionOperation,
+  SessionOperationAnswer,
+  SessionResetClaims,
+} from './sessions/session-protocol';
+import { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/session-protocol';
 import {
   callStateQuery,
   defaultTaskQueue,
@@ -111,14 +108,10 @@ export interface ToolGateClientOptions {
 }
 
 const memoArgumentsDigest = 'argumentsDigest';
+/** How often a proposal that joined a refused run is proposed again before that refusal is its answer. */
+const maxProposalsAgain = 20;
 /** The proposal that started a call's run, so a client whose answer was lost can tell its own run. */
 const memoProposalId = 'proposalId';
-/**
- * At most this many admissions of one session in flight from one client: a session workflow takes 10
- * updates at a time and refuses more (RESOURCE_EXHAUSTED), so a turn's burst waits here instead.
- */
-const admissionsInFlightPerSession = 8;
-
 /**
  * The agent harness's entry point. `call` never throws for anything the model sent: every
  * outcome is a `ToolResult`. Proposing the same call again joins or replays it; it never applies
@@ -133,7 +126,6 @@ export class ToolGateClient {
   private readonly metrics: Pick<ToolGateMetrics, 'replayed'> | undefined;
   private readonly audit: Pick<AuditStore, 'append'> | undefined;
   private readonly retryTransientForMs: number;
-  private readonly admissionSlots = createKeyedLimiter(admissionsInFlightPerSession);
 
   constructor(options: ToolGateClientOptions) {
     this.client = options.client;
@@ -200,31 +192,15 @@ export class ToolGateClient {
       ? signValue({ kind: 'proposal', value: { callId, proposal }, privateKey: key })
       : undefined;
     const request = { proposalId, proposal, ...(signature ? { signature } : {}) };
-    const undelivered = (error: unknown, admitted: boolean) =>
-      this.undelivered({ error, admitted, proposalId, callId, proposal, effect: contract?.effect });
-    let admission: AdmissionDecision;
-    try {
-      // Step 0: the session admits the proposal (signature, ownership, budget, loop guard, circuit) first.
-      admission = await this.admissionSlots(proposal.session, () =>
-        this.admit({ proposalId, callId, proposal, ...(signature ? { signature } : {}) }),
-      );
-    } catch (error) {
-      return undelivered(error, false);
-    }
-    if (!admission.admitted) return admission.result;
-    // A with-start operation is used once: each attempt gets its own.
+    const undelivered = (error: unknown) =>
+      this.undelivered({ error, proposalId, callId, proposal, effect: contract?.effect });
+    // A with-start operation is used once: each attempt gets its own. The call's first step admits the
+    // proposal in its session (signature, ownership, budget, loop guard, circuit): no workflow before it.
     const startOperation = () =>
       new WithStartWorkflowOperation(toolCallWorkflowType, {
         workflowId: callId,
         taskQueue: this.taskQueue,
-        // The start input carries the session's ticket: the worker runs no call its session did not admit.
-        args: [
-          {
-            ...request,
-            ...(admission.ticket !== undefined ? { admission: admission.ticket } : {}),
-            ...(admission.untrusted !== undefined ? { untrusted: admission.untrusted } : {}),
-          },
-        ],
+        args: [request],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy:
           contract?.effect === 'write' ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'ALLOW_DUPLICATE',
@@ -242,23 +218,34 @@ export class ToolGateClient {
       // Retried under the same update id (the proposal's): a run that took it answers with its result.
       // A write whose run closed failed meanwhile may run again, as a re-proposal would; its key
       // keeps the effect single.
-      const response = await retryingTransient(
-        () =>
-          this.client.workflow.executeUpdateWithStart(proposeUpdate, {
-            args: [request],
-            updateId: proposalId,
-            startWorkflowOperation: startOperation(),
-          }),
-        { forMs: this.retryTransientForMs },
-      );
+      const propose = () =>
+        retryingTransient(
+          () =>
+            this.client.workflow.executeUpdateWithStart(proposeUpdate, {
+              args: [request],
+              updateId: proposalId,
+              startWorkflowOperation: startOperation(),
+            }),
+          { forMs: this.retryTransientForMs },
+        );
+      let response = await propose();
+      // Admitted, it reached a run that its own starter's admission refused (and that runs nothing):
+      // proposed again once that run has closed, it starts (or joins) a run that runs it.
+      for (let again = 1; response.proposeAgain && again <= maxProposalsAgain; again++) {
+        await delay(20 * again);
+        response = await propose();
+      }
       return response.result;
     } catch (error) {
-      if (errorName(error) !== 'WorkflowExecutionAlreadyStartedError') return undelivered(error, true);
+      if (errorName(error) !== 'WorkflowExecutionAlreadyStartedError') return undelivered(error);
     }
     try {
+      // A completed call proposed again runs nothing, but it is a step of its session all the same.
+      const admission = await this.sessionOperation({ op: 'admit', ...request, callId });
+      if (admission.op === 'admit' && !admission.admitted) return admission.result;
       return await this.replayCompleted({ callId, proposal });
     } catch (error) {
-      return undelivered(error, true);
+      return undelivered(error);
     }
   }
 
@@ -270,15 +257,13 @@ export class ToolGateClient {
    */
   private async undelivered(input: {
     error: unknown;
-    /** Whether the session admitted the proposal: before that, nothing can have started. */
-    admitted: boolean;
     proposalId: string;
     callId: string;
     proposal: Proposal;
     effect: 'read' | 'write' | undefined;
   }): Promise<ToolResult> {
     const { callId, proposal, proposalId } = input;
-    const started = input.admitted ? await this.runOfProposal({ callId, proposalId }) : false;
+    const started = await this.runOfProposal({ callId, proposalId });
     if (started === true) {
       const answer = await this.answerOf(callId).catch(() => undefined);
       if (answer) return answer;
@@ -455,39 +440,103 @@ export class ToolGateClient {
     };
   }
 
-  /** A session's counters: steps used, per-code counts, open circuits. */
+  /** A session's counters: steps used, per-code counts, open circuits, what it has read. */
   async sessionStats(id: string): Promise<SessionStats> {
-    // Asked again while a session that just continued as new has not run its first task.
-    return retryingTransient(
-      () => this.client.workflow.getHandle(sessionWorkflowId(id)).query(sessionStatsQuery),
-      { failures: transientQueryFailure, forMs: 30_000 },
-    );
+    const answer = await this.sessionOperation({ op: 'stats', session: id });
+    if (answer.op !== 'stats') throw new Error(`unexpected answer to a session's stats: ${answer.op}`);
+    return answer.stats;
   }
 
-  /** Closes a session's open circuits (all, or one tool's). */
-  async resetSession(id: string, options: { tool?: string } = {}): Promise<SessionStats> {
-    return this.client.workflow.getHandle(sessionWorkflowId(id)).executeUpdate(resetSessionUpdate, {
-      args: [options.tool !== undefined ? { tool: options.tool } : {}],
+  /** The sessions most recently active, newest first (at most `limit`, default 50). */
+  async sessions(options: { limit?: number } = {}): Promise<SessionSummary[]> {
+    const answer = await this.sessionOperation({
+      op: 'list',
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
     });
+    if (answer.op !== 'list') throw new Error(`unexpected answer to a list of sessions: ${answer.op}`);
+    return answer.sessions;
   }
 
   /**
-   * Ends a session: every later call in it is `SESSION_CLOSED`. Calls already waiting for approval
-   * are not part of it and stay pending until decided or expired. The reason (`handoff` when a human
-   * takes over) is the session's result, kept with its closed run; an ended session answers `null`.
+   * Closes a session's open circuits (all, or one tool's), as an operator: signed with the operator's
+   * key and kept with the session's state. Refused (with a code) when the operator is not in the
+   * workers' policy or the signature does not hold.
    */
-  async endSession(id: string, options: { reason?: SessionEndReason } = {}): Promise<SessionStats | null> {
-    try {
-      // With start: a session never used is ended too, so its id can never be used later.
-      return await this.client.workflow.executeUpdateWithStart(endSessionUpdate, {
-        args: [options.reason !== undefined ? { reason: options.reason } : {}],
-        startWorkflowOperation: this.sessionStart({ session: id }),
-      });
-    } catch (error) {
-      // Already ended: its run is closed and its id is not reused.
-      if (errorName(error) === 'WorkflowExecutionAlreadyStartedError') return null;
-      throw error;
+  async resetSession(
+    id: string,
+    options: { tool?: string; operator: string; operatorKey: KeyObject; reason: string },
+  ): Promise<SessionStats> {
+    const claims: SessionResetClaims = {
+      session: id,
+      ...(options.tool !== undefined ? { tool: options.tool } : {}),
+      operator: options.operator,
+      reason: options.reason,
+      issuedAt: new Date().toISOString(),
+    };
+    const signature = signValue({ kind: 'session-reset', value: claims, privateKey: options.operatorKey });
+    return this.signedSessionChange({ op: 'reset', claims, signature });
+  }
+
+  /**
+   * Ends a session as its caller: every later call in it is `SESSION_CLOSED`. Calls already waiting
+   * for approval are not part of it and stay pending until decided or expired. The reason (`handoff`
+   * when a human takes over) is kept with the session. `caller` defaults to the session's own; a
+   * session nothing happened in needs it, and is ended as that caller's, so its id cannot be used later.
+   */
+  async endSession(
+    id: string,
+    options: { reason?: SessionEndReason; caller?: string } = {},
+  ): Promise<SessionStats> {
+    const caller = options.caller ?? (await this.sessionStats(id)).caller;
+    if (caller === undefined) {
+      throw new ConfigurationError(
+        `session ${id} has no caller yet: pass endSession(id, { caller }) to end it as that caller's`,
+      );
     }
+    const privateKey = this.callerKey(caller);
+    if (!privateKey) {
+      throw new ConfigurationError(
+        `this harness holds no key for caller ${caller}: it cannot end the session`,
+      );
+    }
+    const claims: SessionEndClaims = {
+      session: id,
+      caller,
+      ...(options.reason !== undefined ? { reason: options.reason } : {}),
+      issuedAt: new Date().toISOString(),
+    };
+    const signature = signValue({ kind: 'session-end', value: claims, privateKey });
+    return this.signedSessionChange({ op: 'end', claims, signature });
+  }
+
+  private async signedSessionChange(
+    operation: SessionOperation & { op: 'end' | 'reset' },
+  ): Promise<SessionStats> {
+    const answer = await this.sessionOperation(operation);
+    if (answer.op !== operation.op || !('ok' in answer)) {
+      throw new Error(`unexpected answer to a session's ${operation.op}: ${answer.op}`);
+    }
+    if (!answer.ok) throw new SessionOperationRefused(answer.code, answer.message);
+    return answer.stats;
+  }
+
+  /**
+   * Runs one session operation in a worker, as a short workflow (the store is the worker's). Retried,
+   * with backoff, while the server refuses it for load.
+   */
+  private async sessionOperation(operation: SessionOperation): Promise<SessionOperationAnswer> {
+    const workflowId = `${sessionOperationIdPrefix}${randomUUID()}`;
+    return retryingTransient(
+      () =>
+        this.client.workflow.execute(sessionOperationWorkflowType, {
+          workflowId,
+          taskQueue: this.taskQueue,
+          args: [operation],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          staticSummary: `session ${operation.op}`,
+        }) as Promise<SessionOperationAnswer>,
+      { forMs: this.retryTransientForMs },
+    );
   }
 
   /** Provider-neutral definitions for the model: the caller's allowed tools when a policy was given. */
@@ -519,53 +568,6 @@ export class ToolGateClient {
     return proposal.toolNameTruncated ? undefined : this.registry.get(proposal.tool);
   }
 
-  /**
-   * Asks the proposal's session for admission, starting the session on its first proposal. Retries,
-   * with backoff, what the server refuses for load or a continue-as-new in flight; a retried
-   * admission is never counted twice (the session remembers the proposal id).
-   */
-  private async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
-    const { proposal } = request;
-    try {
-      return await retryingTransient(
-        () =>
-          this.client.workflow.executeUpdateWithStart(admitUpdate, {
-            args: [request],
-            updateId: `admit-${request.proposalId}`,
-            startWorkflowOperation: this.sessionStart({ session: proposal.session, caller: proposal.caller }),
-          }),
-        { forMs: this.retryTransientForMs },
-      );
-    } catch (error) {
-      if (errorName(error) !== 'WorkflowExecutionAlreadyStartedError') throw error;
-      return {
-        admitted: false,
-        result: rejection({
-          tool: proposal.tool,
-          callId: request.callId,
-          code: 'SESSION_CLOSED',
-          message: sessionClosedMessage,
-        }),
-      };
-    }
-  }
-
-  /** How a session starts on first use; an ended session stays ended (its id is not reused). */
-  private sessionStart(input: { session: string; caller?: string }) {
-    return new WithStartWorkflowOperation(sessionWorkflowType, {
-      workflowId: sessionWorkflowId(input.session),
-      taskQueue: this.taskQueue,
-      args: [{ session: input.session }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      staticSummary: input.caller !== undefined ? `session of ${input.caller}` : 'session',
-      typedSearchAttributes: [
-        { key: searchAttributes.sessionId, value: input.session },
-        ...(input.caller !== undefined ? [{ key: searchAttributes.caller, value: input.caller }] : []),
-      ],
-    });
-  }
-
   private async replayCompleted(input: { callId: string; proposal: Proposal }): Promise<ToolResult> {
     const { callId, proposal } = input;
     const handle = this.client.workflow.getHandle(callId);
@@ -583,6 +585,17 @@ export class ToolGateClient {
     }
     const recordedResult = await this.result(callId, { wait: true });
     return { ...(recordedResult ?? callNotFound(callId)), replayed: true };
+  }
+}
+
+/** A session's end or reset that the worker refused: `code` says why, `message` what to do. */
+export class SessionOperationRefused extends Error {
+  override readonly name = 'SessionOperationRefused';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
   }
 }
 

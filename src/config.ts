@@ -39,8 +39,6 @@ export interface ToolGateConfig {
   codec?: CodecConfig;
   /** Retry of business checks and execution, unless a tool overrides it. */
   retry?: Partial<ExecutionRetry>;
-  /** Sessions continue as new after this many admissions in one run (default 1,000). */
-  session?: { continueAsNewAfter?: number };
   /**
    * The MCP server over HTTP (`toolgate mcp http`): its bearer tokens file, relative to the config file
    * (default `.toolgate/mcp-tokens.json`), the browser origins it accepts (default: its own), where it

@@ -144,7 +144,7 @@ export { toolGateWorkflowBundle } from './workflow-bundle';
 export { toolGateFailureConverterPath } from './connection/failure-converter-path';
 
 // Agents: the client that proposes calls.
-export { ToolGateClient } from './client';
+export { SessionOperationRefused, ToolGateClient } from './client';
 export type { CallInput, SessionEndReason, ToolGateClientOptions } from './client';
 
 // Agents: the caller's tools in each provider's format, and a turn's tool calls run through toolgate.
@@ -324,22 +324,18 @@ export type {
   ProposeResponse,
   SignedCancellation,
 } from './shared/temporal';
-export {
-  admitUpdate,
-  callOutcomeSignal,
-  endSessionUpdate,
-  resetSessionUpdate,
-  sessionStatsQuery,
-  sessionWorkflowId,
-  sessionWorkflowType,
-} from './shared/session';
+export type { CallOutcome, OpenCircuit, SessionStats, SessionSummary } from './shared/session';
+// Sessions are state in the audit store (issue 28): a call admits itself; the rest is one short operation.
+export { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/session-protocol';
 export type {
-  AdmissionDecision,
-  AdmissionRequest,
-  CallOutcome,
-  OpenCircuit,
-  SessionStats,
-} from './shared/session';
+  SessionEndClaims,
+  SessionOperation,
+  SessionOperationAnswer,
+  SessionResetClaims,
+} from './sessions/session-protocol';
+export type { SessionAdmission, SessionLimits } from './sessions/session-rules';
+export type { SessionStore } from './sessions/session-store';
+export { openSqliteSessionStore } from './sessions/session-store';
 export {
   capProposal,
   deriveCallId,

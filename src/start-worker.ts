@@ -153,7 +153,6 @@ export async function startToolGateWorker(input: {
       audit,
       ...(minter ? { minter } : {}),
       ...(config.retry ? { retry: config.retry } : {}),
-      ...(config.session ? { session: config.session } : {}),
       ...(notifications ? { notifications } : {}),
       ...(input.tuning ? { tuning: input.tuning } : {}),
       ...(input.workflowBundle ? { workflowBundle: input.workflowBundle } : {}),

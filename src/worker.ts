@@ -16,7 +16,7 @@ import { createQuotaActivities } from './activities/quota-activities';
 import { createGrantActivities } from './activities/grant-activities';
 import { createNotificationActivities } from './activities/notification-activities';
 import { createToolCallActivities } from './activities/tool-call-activities';
-import { admissionRefusalRecord } from './audit/audit-store';
+import { createSessionActivities } from './sessions/session-activities';
 import type { AuditStore } from './audit/audit-store';
 import type { CredentialMinter } from './credentials/credential-minter';
 import type { ResolvedNotifications } from './notifications/notification-config';
@@ -46,8 +46,6 @@ export interface ToolGateWorkerOptions {
   minter?: CredentialMinter;
   /** Retry of business checks and execution, unless a tool overrides it (default `defaultExecutionRetry`). */
   retry?: Partial<ExecutionRetry>;
-  /** Sessions continue as new after this many admissions in one run (default 1,000). */
-  session?: { continueAsNewAfter?: number };
   /** Approval notifications (see `resolveNotifications`); none when absent. */
   notifications?: ResolvedNotifications;
   /** Another workflow bundle than toolgate's own prebuilt one (tests that run workflows of their own). */
@@ -99,10 +97,12 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       policy: currentPolicy,
       audit,
       retry: { ...defaultExecutionRetry, ...options.retry },
-      ...(options.session ? { session: options.session } : {}),
+      ...(metrics ? { onCircuitOpened: (opened) => metrics.circuitOpened(opened) } : {}),
       ...(options.minter ? { minter: options.minter } : {}),
       ...(options.notifications ? { notifications: options.notifications.plan } : {}),
     }),
+    // Sessions are state in the audit store: a call's admission, a joining proposal's, session operations.
+    ...createSessionActivities({ policy: currentPolicy, audit }),
     // The audit store is the key lookups' second source: it remembers what a registry rolled back forgets.
     ...createApproverKeyActivities({ policy: currentPolicy, audit }),
     // The kill switch: operators' signed changes checked against the policy and audited.
@@ -171,25 +171,11 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
       : {}),
     sinks: <InjectedSinks<ToolGateSinks>>{
       ...(tracing ? { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } : {}),
-      metrics: {
-        // A session opened a circuit: counted here, in the worker, once (never on replay).
-        circuitOpened: {
-          fn: (_info, opened) => metrics?.circuitOpened(opened),
-          callDuringReplay: false,
-        },
-      },
       audit: {
         // Decision attempts refused by a validator leave no trace in history; this is their record.
         decisionAttempt: {
           fn: async (_info, attempt) => {
             await audit.appendDecisionAttempt({ ...attempt, source: 'workflow' });
-          },
-          callDuringReplay: false,
-        },
-        // Session refusals start no call; this is their record (keyed by proposal: written once).
-        admissionRefusal: {
-          fn: async (_info, refusal) => {
-            await audit.append(admissionRefusalRecord(refusal));
           },
           callDuringReplay: false,
         },

@@ -1,8 +1,8 @@
 import { Context, log } from '@temporalio/activity';
-import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
 import type { CredentialMinter } from '../credentials/credential-minter';
-import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
+import type { LoadedPolicy } from '../policy/load-policy';
 import type {
   CallEvaluation,
   CheckOutcome,
@@ -14,9 +14,10 @@ import type {
 } from '../shared/call-evaluation';
 import type { ApprovalNotificationPlan } from '../shared/notifications';
 import type { CallOutcome } from '../shared/session';
-import { callOutcomeSignal, sessionWorkflowId, sessionWorkflowType } from '../shared/session';
-import { digestOf } from '../shared/canonical-json';
-import type { AdmissionClaims } from '../credentials/admission-tickets';
+import type { ToolResult } from '../shared/tool-result';
+import { admitProposal } from '../sessions/session-activities';
+import { deriveCallId } from '../shared/proposal';
+import { checkContext } from '../shared/call-context';
 import { contractDigestOf } from '../tools/contract-digest';
 import type { ExecutionRetry } from '../tools/define-tool';
 import { declaresDomainCode } from '../tools/define-tool';
@@ -30,7 +31,7 @@ import { createToolRegistry } from '../tools/tool-registry';
 import { disabledSwitchFor } from '../shared/controls';
 import { readControls } from './controls-activities';
 import { coveringGrant, readGrants } from './grant-activities';
-import { evaluateCall, isSigned } from './evaluate-call';
+import { evaluateCall } from './evaluate-call';
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
 export const executionFailureTypes = {
@@ -50,15 +51,10 @@ export interface ToolCallActivityDependencies {
   minter?: CredentialMinter;
   /** Retry of business checks and execution, unless a tool overrides it. */
   retry: ExecutionRetry;
-  /** Sessions continue as new after this many admissions in one run (default 1,000). */
-  session?: { continueAsNewAfter?: number };
+  /** Told once per circuit a counted outcome opens (the worker's metrics). */
+  onCircuitOpened?: (opened: { tool: string; code: string }) => void;
   /** The approval notifications each call that needs approval records (none when absent). */
   notifications?: ApprovalNotificationPlan;
-}
-
-/** The policy slice a session loads for its caller, with the worker's session settings. */
-export interface SessionPolicySnapshot extends CallerPolicySnapshot {
-  continueAsNewAfter?: number;
 }
 
 /**
@@ -135,25 +131,44 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         retry: dependencies.retry,
         ...(dependencies.notifications ? { notifications: dependencies.notifications } : {}),
       };
-      const tickets = dependencies.minter?.tickets;
-      // Without a minter key there are no tickets: calls are then not bound to their admission.
-      const admitted = (check: SignedProposal): boolean =>
-        !tickets ||
-        (check.proposalId !== undefined &&
-          check.runStartedAtMs !== undefined &&
-          tickets.holds({
-            claims: admissionClaims({ ...check, proposalId: check.proposalId }),
-            ticket: check.admission,
-            runStartedAtMs: check.runStartedAtMs,
-          }));
+      // Step 0, the session's admission, in the same local activity: the signature, then one transaction
+      // of the store. Asked again under the same proposal id (a retried attempt, a call judged again after
+      // a deploy), it answers what it answered and counts nothing twice.
+      // A run under a workflow id that is not the proposal's call id is never admitted (its key would be
+      // another call's): the evaluation refuses it SESSION_REQUIRED, and no session is charged.
+      const contract = input.proposal.toolNameTruncated ? undefined : registry.get(input.proposal.tool);
+      // (A context that is no context is the admission's to refuse, CONTEXT_INVALID, changing nothing.)
+      const ownCallId =
+        !checkContext(input.proposal.context).ok ||
+        deriveCallId({
+          proposal: input.proposal,
+          idempotencyFields: contract?.idempotencyFields,
+          boundParameters: contract?.boundParameters,
+        }) === input.callId;
+      const admitted =
+        input.proposalId !== undefined && ownCallId
+          ? await admitProposal({
+              policy: context.policy,
+              audit: dependencies.audit,
+              proposal: { ...input, proposalId: input.proposalId },
+            })
+          : undefined;
+      if (admitted?.signed && !admitted.admission.admitted) {
+        const { result } = admitted.admission;
+        return refusedAtAdmission({ policy: context.policy, caller: input.proposal.caller, result });
+      }
+      const check: SignedProposal =
+        admitted?.admission.admitted && admitted.admission.untrusted
+          ? { ...input, untrusted: admitted.admission.untrusted }
+          : { ...input, untrusted: [] };
       // The kill switch, read from this task queue's controls at every evaluation: a switch turned off
       // stops the next call at once, on every worker. Unreadable controls fail the evaluation (retried).
       const { client, info } = Context.current();
       const controls = await readControls({ client, taskQueue: info.taskQueue });
       const evaluation = evaluateCall({
         context,
-        check: input,
-        admitted,
+        check,
+        admitted: () => admitted?.admission.admitted === true,
         disabled: (call) => disabledSwitchFor(controls, call),
       });
       // A call that needs approval: does a standing grant cover it now? (Read only here; the call
@@ -187,44 +202,6 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     async currentContractDigest(input: { tool: string }): Promise<{ contractDigest: string | null }> {
       const contract = registry.get(input.tool);
       return { contractDigest: contract ? contractDigestOf({ contract }) : null };
-    },
-
-    /** Reads the caller's part of the current policy, for the session's limits; a local activity. */
-    async loadCallerPolicy(input: { caller: string }): Promise<SessionPolicySnapshot> {
-      const snapshot = dependencies.policy().snapshotFor(input.caller);
-      const continueAsNewAfter = dependencies.session?.continueAsNewAfter;
-      return continueAsNewAfter === undefined ? snapshot : { ...snapshot, continueAsNewAfter };
-    },
-
-    /**
-     * A session's admission, in one local activity: the proposal's signature, checked natively with
-     * the caller's key, and, when it holds and the session's state admits the proposal (`admits`),
-     * the ticket its call is started with (none without a minter key).
-     */
-    async admitProposal(input: {
-      session: string;
-      proposalId: string;
-      admits: boolean;
-      check: SignedProposal;
-    }): Promise<{ signed: boolean; ticket?: string }> {
-      const { check } = input;
-      const signed = isSigned({ snapshot: dependencies.policy().snapshotFor(check.proposal.caller), check });
-      const tickets = dependencies.minter?.tickets;
-      if (!signed || !input.admits || !tickets) return { signed };
-      // Only the session's own workflow issues its tickets: a workflow a raw client started under
-      // another id (or of another type) with this session's name in its input gets none.
-      const { workflowExecution, workflowType } = Context.current().info;
-      if (
-        workflowType !== sessionWorkflowType ||
-        workflowExecution?.workflowId !== sessionWorkflowId(input.session)
-      ) {
-        log.warn('a workflow that is not the session asked for an admission ticket', {
-          session: input.session,
-        });
-        return { signed };
-      }
-      const claims = admissionClaims({ ...check, proposalId: input.proposalId });
-      return { signed, ticket: tickets.issue(claims, Date.now()) };
     },
 
     /** Runs the tool's read-only business checks; a refusal is a value, never retried. */
@@ -416,47 +393,50 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     },
 
     /**
-     * A call's last step: appends its audit record, then reports its outcome to its session with the
-     * worker's client. The signal is in the session's history when this returns, so the session has
-     * counted the outcome before the agent can see it. Both are idempotent: a retried append writes
-     * once, and the session counts a run's report once.
+     * A call's last step: appends its audit record, then counts its outcome in its session, in the same
+     * store, so the circuit breaker sees it before the call answers. Both are idempotent: a retried
+     * append writes once, and the session counts a run's outcome once.
      */
-    async finishToolCall(input: FinishCallInput): Promise<{ appended: boolean; reported: boolean }> {
+    async finishToolCall(input: FinishCallInput): Promise<{ appended: boolean; counted: boolean }> {
       const appended = await dependencies.audit.append(input.record);
-      if (!input.report) return { appended, reported: false };
-      try {
-        await Context.current()
-          .client.workflow.getHandle(input.report.sessionWorkflowId)
-          .signal(callOutcomeSignal, input.report.outcome);
-        return { appended, reported: true };
-      } catch (error) {
-        // The session has ended (it ignores late outcomes) or was never started (a raw client): nothing to count.
-        if (error instanceof WorkflowNotFoundError) return { appended, reported: false };
-        throw error;
-      }
+      if (!input.outcome) return { appended, counted: false };
+      const { opened } = await dependencies.audit.sessions.countOutcome({
+        ...input.outcome,
+        session: input.record.session,
+      });
+      if (opened) dependencies.onCircuitOpened?.({ tool: input.outcome.tool, code: opened.code });
+      return { appended, counted: true };
     },
   };
 }
 
-/** What a ticket covers: the session, the proposal (its id and digest) and the call. */
-function admissionClaims(check: SignedProposal & { proposalId: string }): AdmissionClaims {
-  return {
-    session: check.proposal.session,
-    proposalId: check.proposalId,
-    callId: check.callId,
-    // What the session had read is part of what the ticket binds (absent when nothing: as before).
-    proposalDigest: digestOf(
-      check.untrusted?.length
-        ? { callId: check.callId, proposal: check.proposal, untrusted: check.untrusted }
-        : { callId: check.callId, proposal: check.proposal },
-    ),
-  };
-}
-
-/** What `finishToolCall` receives: the audit record and, for an authenticated proposal, the session report. */
+/** What `finishToolCall` receives: the audit record and, for an admitted proposal, the outcome its session counts. */
 export interface FinishCallInput {
   record: AuditRecord;
-  report?: { sessionWorkflowId: string; outcome: CallOutcome };
+  outcome?: CallOutcome;
+}
+
+/** The evaluation of a proposal its session refused: the refusal, and what the call records of its caller. */
+function refusedAtAdmission(input: {
+  policy: LoadedPolicy;
+  caller: string;
+  result: ToolResult;
+}): CallEvaluation {
+  const snapshot = input.policy.snapshotFor(input.caller);
+  return {
+    ok: false,
+    policyVersion: snapshot.version,
+    callerKeyHex: snapshot.callerKeyHex,
+    authenticated: true,
+    admitted: false,
+    approvers: snapshot.approvers,
+    operators: snapshot.operators,
+    refusal: {
+      code: input.result.code,
+      message: input.result.message,
+      ...(input.result.data !== undefined ? { data: input.result.data } : {}),
+    },
+  };
 }
 
 /** The implementation's answer as plain data, or undefined when it is not one of the three shapes. */

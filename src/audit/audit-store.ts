@@ -1,5 +1,7 @@
 import type { CallContext } from '../shared/call-context';
 import { openSqliteFile } from './sqlite-file';
+import type { SessionStore } from '../sessions/session-store';
+import { sqliteSessionStore } from '../sessions/session-store';
 import { auditedRawArguments } from '../shared/proposal';
 import type { RegistryEvent } from '../shared/approver-keys';
 import type { ControlEvent } from '../shared/controls';
@@ -104,6 +106,8 @@ export type NotificationDelivery = {
  * retried with the same key once. A method whose store cannot be reached rejects.
  */
 export interface AuditStore {
+  /** Every session's state (issue 28): what a call's admission and its outcome change, in this store. */
+  readonly sessions: SessionStore;
   /** Appends a record; appending the same (call id, run id) again changes nothing. Resolves whether it was new. */
   append(record: AuditRecord): Promise<boolean>;
   /** Every record of a call, oldest first. */
@@ -235,6 +239,7 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     CREATE TRIGGER IF NOT EXISTS audit_records_no_delete BEFORE DELETE ON audit_records
       BEGIN SELECT RAISE(ABORT, 'the audit store is append-only'); END;
   `);
+  const sessions = sqliteSessionStore(database);
   const insert = database.prepare(`
     INSERT OR IGNORE INTO audit_records (call_id, run_id, tool, caller, session, code, effect, recorded_at, record)
     VALUES (@callId, @runId, @tool, @caller, @session, @code, @effect, @recordedAt, @record)`);
@@ -290,6 +295,7 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     rows.map((row) => JSON.parse((row as { record: string }).record) as AuditRecord);
   // better-sqlite3 is synchronous: each method runs its statement at once, and a failure rejects.
   return {
+    sessions,
     append: async (record) =>
       insert.run({
         callId: record.callId,

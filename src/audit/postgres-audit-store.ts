@@ -7,6 +7,11 @@ import type { GrantEvent } from '../shared/grants';
 import type { DecisionAttempt } from '../shared/temporal';
 import type { AuditRecord, AuditStore, NotificationDelivery } from './audit-store';
 import { isGrantEvent, isSwitchEvent } from './audit-store';
+import {
+  postgresSessionSchema,
+  postgresSessionStore,
+  postgresSessionTables,
+} from '../sessions/postgres-session-store';
 
 // Any fixed number serves: every store takes the same lock around its DDL, so two workers starting
 // at once create the tables one after the other instead of failing on each other's catalog rows.
@@ -24,6 +29,8 @@ const auditTables = [
   'registry_events',
   'notification_deliveries',
   'control_events',
+  // Sessions (issue 28): their states are versions appended, never rewritten.
+  ...postgresSessionTables,
 ];
 const guardTriggers = auditTables.flatMap((table) => [
   `${table}_no_update_or_delete`,
@@ -88,6 +95,7 @@ const schema = `
     UNIQUE (change_id, outcome)
   );
   CREATE INDEX IF NOT EXISTS control_events_by_tool ON control_events (tool);
+  ${postgresSessionSchema}
   CREATE OR REPLACE FUNCTION toolgate_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN RAISE EXCEPTION 'the audit store is append-only'; END
   $$;
@@ -152,6 +160,7 @@ export async function openPostgresAuditStore(input: {
       recordedAt: row.recorded_at,
     }));
   return {
+    sessions: postgresSessionStore(pool),
     append: (record) =>
       inserted(
         `INSERT INTO audit_records (call_id, run_id, tool, caller, session, code, effect, record)

@@ -1,7 +1,6 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { connectTemporalClient } from '../connection/temporal-connection';
 import type { AuditStore } from '../audit/audit-store';
 import { missingAuditStore, openAuditStore } from '../audit/open-audit-store';
 import { caseFileSkeleton } from '../mining/case-skeleton';
@@ -11,7 +10,7 @@ import type { MinedCandidate } from '../mining/mined-candidates';
 import type { MiningUsageCode } from '../mining/mining-window';
 import { instantForms, parseAuditWindow } from '../mining/mining-window';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
-import { commandAction, configOf, connectionSettings } from './cli-context';
+import { commandAction, configOf } from './cli-context';
 
 type MineOptions = GlobalOptions & {
   since: string;
@@ -84,25 +83,19 @@ async function mine(input: { options: MineOptions; output: CliOutput }): Promise
   const audited = { ...config, env: process.env };
   const missing = missingAuditStore(audited);
   if (missing !== undefined) return refuse('AUDIT_STORE_MISSING', missing);
-  const settings = connectionSettings(options, config);
-  const { connection, client: temporal } = await connectTemporalClient(settings);
   let audit: AuditStore | undefined;
   let report: MiningReport;
   try {
     audit = await openAuditStore(audited);
     report = await mineCases({
       audit,
-      sessions: {
-        client: temporal,
-        taskQueue: settings.taskQueue,
-      },
+      sessions: true,
       since: window.since,
       until: window.until,
       limit,
     });
   } finally {
     await audit?.close();
-    await connection.close();
   }
   let wrote = false;
   let notWritten: number | undefined;

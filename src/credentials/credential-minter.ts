@@ -16,8 +16,6 @@ import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract } from '../tools/define-tool';
 import type { CallContext } from '../shared/call-context';
 import { callerPolicyIn } from '../policy/context-policy';
-import { createAdmissionTickets } from './admission-tickets';
-import type { AdmissionTickets } from './admission-tickets';
 import { signCredential } from './credential-token';
 
 /** Why the minter refused; the call is then `PERMISSION_DENIED` and nothing reaches the backend. */
@@ -48,8 +46,6 @@ export interface CredentialMinter {
     context?: CallContext;
     approval?: ExecutionApproval;
   }): Promise<string>;
-  /** Admission tickets, signed with the same key: they bind each call to its session's admission. */
-  readonly tickets: AdmissionTickets;
 }
 
 /** Creates the minter, holding the minter's private key and its own copy of the policy. */
@@ -68,7 +64,6 @@ export function createCredentialMinter(input: {
   grantUse?: (input: { grantId: string; reservationId: string }) => Promise<GrantUseStatus>;
 }): CredentialMinter {
   return {
-    tickets: createAdmissionTickets({ privateKey: input.privateKey }),
     mint: async ({ contract, caller, callId, runId, args, context, approval }) => {
       const onBehalfOf = context?.onBehalfOf;
       // A parameter bound to the end user must hold the end user the credential will name.

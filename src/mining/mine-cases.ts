@@ -1,6 +1,4 @@
-import type { Client } from '@temporalio/client';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
-import { defaultTaskQueue } from '../shared/temporal';
 import type { MinedCandidate, SessionEnd } from './mined-candidates';
 import { findCandidates } from './mined-candidates';
 import { readSessionEnds } from './session-ends';
@@ -27,17 +25,16 @@ export interface MiningReport {
 export const defaultMiningLimit = 50;
 
 /**
- * Mines the audit store (and, given a Temporal client, the sessions that ended) from `since` to
- * `until` (default now) for candidate cases: hand-offs right after a tool call, denied approvals,
- * loops, rejected arguments; ranked by value, each with why. Reads only: it writes nothing and
- * labels nothing. A session's end is read from its workflow, so hand-offs are found only while the
- * session's run is within the namespace's retention.
+ * Mines the audit store (and, with `sessions`, the sessions that ended, from the same store) from
+ * `since` to `until` (default now) for candidate cases: hand-offs right after a tool call, denied
+ * approvals, loops, rejected arguments; ranked by value, each with why. Reads only: it writes nothing
+ * and labels nothing.
  */
 export async function mineCases(input: {
   audit: AuditStore;
-  /** Where sessions run: their ends are read from there (hand-offs). */
-  sessions?: { client: Client; taskQueue?: string };
-  /** Session ends known otherwise (recorded by your harness), added to those read from `sessions`. */
+  /** Whether to read the sessions that ended (hand-offs) from the audit store's sessions. */
+  sessions?: boolean;
+  /** Session ends known otherwise (recorded by your harness), added to those read from the store. */
   sessionEnds?: readonly SessionEnd[];
   since: Date;
   until?: Date;
@@ -63,8 +60,7 @@ export async function mineCases(input: {
   };
   const read = input.sessions
     ? await readSessionEnds({
-        client: input.sessions.client,
-        taskQueue: input.sessions.taskQueue ?? defaultTaskQueue,
+        sessions: input.audit.sessions,
         since: input.since,
         until,
         // A session with no audited call cannot have been handed off right after one.

@@ -61,7 +61,7 @@ export function createToolGateMetrics(
   });
   const refusals = new Counter({
     name: 'toolgate_session_refusals_total',
-    help: 'Proposals their session refused at admission (step 0), by code; no call ran for them.',
+    help: 'Proposals refused at session admission (step 0), by code; nothing ran for them.',
     labelNames: ['code'] as const,
     registers: [registry],
   });
@@ -103,6 +103,8 @@ export function createToolGateMetrics(
         refusals.inc({ code: record.code });
         return;
       }
+      // A call run refused at its own first step (the session's admission) is a call and a refusal.
+      if (admissionCodes.has(record.code)) refusals.inc({ code: record.code });
       const tool = toolLabel(record.tool);
       calls.inc({ tool, code: record.code, effect: record.effect });
       byChannel.inc({ channel: channelLabel(record.context?.channel), code: record.code });
@@ -121,7 +123,18 @@ export function createToolGateMetrics(
   };
 }
 
-/** A session refusal's record: no run of its call exists (see `admissionRefusalRecord`). */
+/** The codes only a session's admission answers (step 0). */
+const admissionCodes: ReadonlySet<string> = new Set([
+  'UNAUTHENTICATED_CALLER',
+  'CONTEXT_INVALID',
+  'CONTEXT_MISMATCH',
+  'SESSION_CLOSED',
+  'STEP_LIMIT',
+  'LOOP_DETECTED',
+  'CIRCUIT_OPEN',
+]);
+
+/** A refusal's record with no run of its call (a replay's admission: see `admissionRefusalRecord`). */
 function isAdmissionRefusal(record: AuditRecord): boolean {
   return record.runId.startsWith('admission:');
 }

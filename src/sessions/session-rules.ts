@@ -39,6 +39,8 @@ export interface SessionState {
   untrusted: UntrustedRead[];
   closed: boolean;
   closedReason?: string;
+  /** When it closed (ISO 8601): ended, or found idle. */
+  closedAt?: string;
   steps: number;
   /** Admissions per call id: the loop guard's count. */
   loopCounts: Record<string, number>;
@@ -51,7 +53,20 @@ export interface SessionState {
   lastActivityAt?: number;
   /** The limits its caller's policy gave at the latest admission (what outcomes are judged by). */
   limits?: SessionLimits;
+  /** The operators' resets of its circuits, latest last (at most `maxResetsKept`). */
+  resets?: SessionReset[];
 }
+
+/** An operator's reset, as the session keeps it. */
+export interface SessionReset {
+  operator: string;
+  reason: string;
+  tool?: string;
+  at: string;
+}
+
+/** How many resets a session keeps in its state (every one stays in its appended versions). */
+export const maxResetsKept = 20;
 
 /** A session nothing has happened in yet. */
 export function emptySessionState(): SessionState {
@@ -136,6 +151,7 @@ export function admitInSession(
   ) {
     next.closed = true;
     next.closedReason = 'idle';
+    next.closedAt = new Date(input.now).toISOString();
   }
   const counted = (code: string, message: string) => {
     next.codeCounts[code] = (next.codeCounts[code] ?? 0) + 1;
@@ -206,14 +222,20 @@ export function countOutcomeInSession(
 }
 
 /** Closes a session (`ended`, unless a reason is given); a closed one keeps its first reason. */
-export function endSession(state: SessionState, reason?: string): SessionState {
+export function endSession(state: SessionState, reason: string | undefined, now: number): SessionState {
   if (state.closed) return state;
-  return { ...copy(state), closed: true, closedReason: reason ?? 'ended' };
+  return {
+    ...copy(state),
+    closed: true,
+    closedReason: reason ?? 'ended',
+    closedAt: new Date(now).toISOString(),
+  };
 }
 
-/** Closes the circuits of one tool (or every tool) and forgets their streaks. */
-export function resetCircuits(state: SessionState, tool?: string): SessionState {
+/** Closes the circuits of one tool (or every tool) and forgets their streaks; `by` is kept with the state. */
+export function resetCircuits(state: SessionState, tool?: string, by?: SessionReset): SessionState {
   const next = copy(state);
+  if (by) next.resets = [...(state.resets ?? []), by].slice(-maxResetsKept);
   for (const name of Object.keys(next.openCircuits)) {
     if (tool === undefined || tool === name) {
       delete next.openCircuits[name];
@@ -223,20 +245,48 @@ export function resetCircuits(state: SessionState, tool?: string): SessionState 
   return next;
 }
 
-/** What a session has used and seen, as `client.sessionStats` answers it. */
+/**
+ * Whether a session is closed at `now`: ended, or idle past its timeout (judged here as at admission,
+ * so stats show an idle session closed before its next proposal writes it so).
+ */
+export function closedAt(
+  state: SessionState,
+  now: number,
+): { closed: boolean; closedReason?: string; closedAt?: string } {
+  if (state.closed) {
+    return {
+      closed: true,
+      ...(state.closedReason !== undefined ? { closedReason: state.closedReason } : {}),
+      ...(state.closedAt !== undefined ? { closedAt: state.closedAt } : {}),
+    };
+  }
+  const idleTimeoutMs = (state.limits ?? defaultSessionLimits).idleTimeoutMs;
+  if (state.lastActivityAt !== undefined && now - state.lastActivityAt > idleTimeoutMs) {
+    return {
+      closed: true,
+      closedReason: 'idle',
+      closedAt: new Date(state.lastActivityAt + idleTimeoutMs).toISOString(),
+    };
+  }
+  return { closed: false };
+}
+
+/** What a session has used and seen, as `client.sessionStats` answers it (at `now`, default the clock). */
 export function statsOfSession(input: {
   session: string;
   state: SessionState;
   limits?: SessionLimits;
+  now?: number;
 }): SessionStats {
   const { state } = input;
   const limits = input.limits ?? state.limits ?? defaultSessionLimits;
+  const closed = closedAt(state, input.now ?? Date.now());
   return {
     session: input.session,
     ...(state.caller !== undefined ? { caller: state.caller } : {}),
     ...(state.context !== undefined && !isEmptyContext(state.context) ? { context: state.context } : {}),
-    closed: state.closed,
-    ...(state.closedReason !== undefined ? { closedReason: state.closedReason } : {}),
+    closed: closed.closed,
+    ...(closed.closedReason !== undefined ? { closedReason: closed.closedReason } : {}),
     steps: state.steps,
     stepBudget: limits.stepBudget,
     loopLimit: limits.loopLimit,
@@ -244,7 +294,7 @@ export function statsOfSession(input: {
     codeCounts: { ...state.codeCounts },
     openCircuits: { ...state.openCircuits },
     ...(state.untrusted.length > 0 ? { untrusted: [...state.untrusted] } : {}),
-    generation: 0,
+    ...(state.resets?.length ? { resets: [...state.resets] } : {}),
   };
 }
 

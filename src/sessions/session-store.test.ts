@@ -16,7 +16,8 @@ import { openSqliteSessionStore } from './session-store';
 const run = promisify(execFile);
 const limits = { stepBudget: 25, loopLimit: 3, circuitThreshold: 3, idleTimeoutMs: 60_000 };
 const directories: string[] = [];
-const stores: SessionStore[] = [];
+type OpenStore = SessionStore & { close(): Promise<void> };
+const stores: OpenStore[] = [];
 
 afterEach(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()));
@@ -29,7 +30,7 @@ function storeFile(): string {
   return join(directory, 'sessions.sqlite');
 }
 
-function open(path = storeFile()): SessionStore {
+function open(path = storeFile()): OpenStore {
   const store = openSqliteSessionStore({ path });
   stores.push(store);
   return store;
@@ -244,7 +245,15 @@ describe('outcomes', () => {
         { source: 'get_order.note', callId: 'tc-get_order-ORD-1001', at: '2026-12-07T14:02:00.000Z' },
       ],
     });
-    expect(await store.end({ session: 's' })).toMatchObject({ closed: true, closedReason: 'ended' });
+    expect(await store.end({ session: 's', caller: 'intruder' })).toEqual({
+      ended: false,
+      owner: 'support-bot',
+    });
+    expect(await store.end({ session: 's', caller: 'support-bot' })).toMatchObject({
+      ended: true,
+      stats: { closed: true, closedReason: 'ended' },
+    });
+    expect(await store.list()).toMatchObject([{ session: 's', closed: true, closedReason: 'ended' }]);
     expect(codeOf(await ask(store, { session: 's', order: 'ORD-1003' }))).toBe('SESSION_CLOSED');
   });
 });

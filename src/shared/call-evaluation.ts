@@ -28,11 +28,7 @@ export interface SignedProposal {
   callId: string;
   proposal: Proposal;
   signature?: string;
-  /** The session's admission ticket for this proposal and call. */
-  admission?: string;
-  /** When the call's run started (server time, ms): a ticket holds only for a run started soon after it. */
-  runStartedAtMs?: number;
-  /** What untrusted text its session had read when it admitted the proposal; the ticket covers it. */
+  /** What untrusted text its session had read when it admitted the proposal (set by the admission). */
   untrusted?: UntrustedRead[];
 }
 

@@ -1,42 +1,7 @@
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { sha256Hex } from './canonical-json';
-import type { Proposal } from './proposal';
 import type { CallContext } from './call-context';
 import type { UntrustedRead } from './untrusted-text';
-import type { ToolResult } from './tool-result';
 
-/** The workflow type every session runs as; the user's workflows module exports it under this name. */
-export const sessionWorkflowType = 'toolSession';
-
-/** The workflow ID of a session: one per conversation id (hashed, so any id fits). */
-export function sessionWorkflowId(session: string): string {
-  return `ts-${sha256Hex(session)}`;
-}
-
-/** A proposal asking its session for admission, before its call workflow starts. */
-export interface AdmissionRequest {
-  proposalId: string;
-  callId: string;
-  proposal: Proposal;
-  signature?: string;
-}
-
-/** The session's answer: admitted (with the step it used), or the rejection the model gets. */
-/** An admitted proposal carries the ticket its call is started with (none without a minter key). */
-export type AdmissionDecision =
-  | {
-      admitted: true;
-      step: number;
-      ticket?: string;
-      /** The untrusted text the session had read: the call starts with it, and its ticket covers it. */
-      untrusted?: UntrustedRead[];
-    }
-  | { admitted: false; result: ToolResult };
-
-/** Asks for admission; answered synchronously and serialised by the session workflow. */
-export const admitUpdate = defineUpdate<AdmissionDecision, [AdmissionRequest]>('admit');
-
-/** A call's final outcome, reported by the call to its session before it closes. */
+/** A call's final outcome, counted in its session with the call's final audit record. */
 export interface CallOutcome {
   callId: string;
   /** The call's run: a report sent twice (an activity retried) is counted once. Older calls omit it. */
@@ -47,9 +12,6 @@ export interface CallOutcome {
   /** The untrusted outputs the call read (`get_order.note`), when its tool marks some and they held text. */
   untrusted?: string[];
 }
-
-/** Reports a final outcome to the session (circuit breaker, per-code counts). */
-export const callOutcomeSignal = defineSignal<[CallOutcome]>('callOutcome');
 
 /** An open circuit: the tool is refused in this session until a reset or the session's end. */
 export interface OpenCircuit {
@@ -75,18 +37,23 @@ export interface SessionStats {
   openCircuits: Record<string, OpenCircuit>;
   /** The untrusted text the session has read, first of each source (absent: none). */
   untrusted?: UntrustedRead[];
-  /** How many times this run of the session continued as new (carried over). */
-  generation: number;
+  /** The operators' resets of its circuits, latest last (absent: none). */
+  resets?: { operator: string; reason: string; tool?: string; at: string }[];
 }
 
-/** Reads a session's counters; pure. */
-export const sessionStatsQuery = defineQuery<SessionStats>('sessionStats');
-
-/** Closes circuits (one tool's, or all). */
-export const resetSessionUpdate = defineUpdate<SessionStats, [{ tool?: string }]>('resetSession');
-
-/** Ends the session: it refuses every later call (`SESSION_CLOSED`). */
-export const endSessionUpdate = defineUpdate<SessionStats, [{ reason?: string }]>('endSession');
+/** One line of `toolgate sessions list`: a session as its latest state shows it. */
+export interface SessionSummary {
+  session: string;
+  caller?: string;
+  closed: boolean;
+  closedReason?: string;
+  closedAt?: string;
+  steps: number;
+  openedAt?: string;
+  lastActivityAt?: string;
+  /** How many tools' circuits are open. */
+  openCircuits: number;
+}
 
 /** The limits a session enforces, from its caller's policy or the defaults. */
 export interface SessionLimits {

@@ -19,7 +19,10 @@ export type SignedKind =
   | 'tool-switch'
   // approvers granting a caller a bounded standing approval, and its revocation
   | 'grant'
-  | 'grant-revocation';
+  | 'grant-revocation'
+  // a caller's harness ending its session, and an operator resetting a session's circuits
+  | 'session-end'
+  | 'session-reset';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

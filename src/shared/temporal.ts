@@ -24,6 +24,11 @@ export interface ProposeRequest {
 export interface ProposeResponse {
   result: ToolResult;
   startedRun: boolean;
+  /**
+   * Set when this proposal was admitted but joined a run its starter's admission refused (that run
+   * runs nothing): the client proposes again, under the same proposal id, once that run has closed.
+   */
+  proposeAgain?: true;
 }
 
 /** Delivers a proposal (update-with-start) and answers when the call has a result for the agent. */
@@ -189,14 +194,8 @@ export interface AdmissionRefusal {
 export interface ToolGateSinks extends Sinks {
   audit: {
     decisionAttempt(attempt: Omit<DecisionAttempt, 'source'>): void;
-    admissionRefusal(refusal: AdmissionRefusal): void;
     /** Every change attempted on the approver-key registry, accepted or refused. */
     registryEvent(event: RegistryEvent): void;
-  };
-  /** What only a workflow sees, counted by the worker's metrics (a no-op without them). */
-  metrics: {
-    /** A session opened its circuit breaker for a tool. */
-    circuitOpened(opened: { tool: string; code: string }): void;
   };
 }
 

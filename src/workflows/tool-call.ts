@@ -14,6 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ToolCallActivities } from '../activities/tool-call-activities';
+import type { SessionActivities } from '../sessions/session-activities';
 import type { ExecutionApproval } from '../shared/approval';
 import type { AuditRecord } from '../audit/audit-store';
 import type {
@@ -46,11 +47,11 @@ import type { Proposal } from '../shared/proposal';
 import { auditedRawArguments, proposalArgumentsDigest } from '../shared/proposal';
 import type { CallOutcome } from '../shared/session';
 import { ownValue } from '../shared/own-records';
-import { sessionWorkflowId } from '../shared/session';
 import { verifySignature } from '../shared/signatures';
 import type {
   ApprovalState,
   CallState,
+  ProposeResponse,
   CancellationReceipt,
   SignedCancellation,
   ToolGateSinks,
@@ -76,7 +77,6 @@ import { riskRank } from '../tools/risk-levels';
 import { ApprovalNotifications } from './approval-notifications';
 import type { ApprovalSubject } from './approval-round';
 import { CallApprovals } from './approval-round';
-import type { UntrustedRead } from '../shared/untrusted-text';
 import { describeContext } from '../shared/call-context';
 import { untrustedSources } from '../shared/untrusted-text';
 
@@ -86,10 +86,6 @@ export interface ToolCallInput {
   proposal: Proposal;
   /** The caller's signature over `{ callId, proposal }` (kind `proposal`). */
   signature?: string;
-  /** The session's admission ticket: without a valid one the call is `SESSION_REQUIRED`. */
-  admission?: string;
-  /** The untrusted text its session had read when it admitted the proposal (the ticket covers it). */
-  untrusted?: UntrustedRead[];
 }
 
 /** How often a waiting call reads its kill switch when told it changed (then only before execution). */
@@ -166,9 +162,6 @@ async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
       callId: call.callId,
       proposal: call.proposal,
       ...(call.input.signature !== undefined ? { signature: call.input.signature } : {}),
-      ...(call.input.admission !== undefined ? { admission: call.input.admission } : {}),
-      ...(call.input.untrusted !== undefined ? { untrusted: call.input.untrusted } : {}),
-      runStartedAtMs: workflowInfo().runStartTime.getTime(),
     });
   } catch (error) {
     log.error('call could not be evaluated', { callId: call.callId, error: String(error) });
@@ -504,7 +497,7 @@ class ToolSteps {
 
 /**
  * One run of a call: its queryable state, the handlers for proposals and decisions, the evaluation
- * it recorded, and its last step (audit record and session report, then the answer).
+ * it recorded, and its last step (audit record and session outcome, then the answer).
  */
 class CallRun {
   readonly callId: string;
@@ -620,9 +613,8 @@ class CallRun {
   }
 
   /**
-   * The last step, in the run's last workflow task: the worker appends the audit record and signals
-   * the outcome to the session (in the session's history when the activity returns), then the run
-   * closes and answers. The answer goes out only with the close, so a proposal made after it starts
+   * The last step, in the run's last workflow task: the worker appends the audit record and counts
+   * the outcome in the session, in the same store, then the run closes and answers. The answer goes out only with the close, so a proposal made after it starts
    * a new run instead of joining this one.
    */
   async finish(result: ToolResult): Promise<void> {
@@ -681,13 +673,11 @@ class CallRun {
         retry: { maximumAttempts: 10, maximumInterval: '5s' },
       }).finishToolCall({
         record: this.auditRecord(result),
-        // Only an authenticated proposal's outcome counts in its session.
-        ...(this.evaluation?.authenticated && this.evaluation.admitted
-          ? { report: { sessionWorkflowId: sessionWorkflowId(this.proposal.session), outcome } }
-          : {}),
+        // Only the outcome of a proposal its session admitted counts in the session.
+        ...(this.evaluation?.authenticated && this.evaluation.admitted ? { outcome } : {}),
       });
     } catch (error) {
-      log.error('call could not be finished (audit record, session report)', {
+      log.error('call could not be finished (audit record, session outcome)', {
         callId: this.callId,
         error: String(error),
       });
@@ -1008,7 +998,7 @@ class CallRun {
     proposalId: string;
     proposal: Proposal;
     signature?: string;
-  }): Promise<{ startedRun: boolean; result: ToolResult }> {
+  }): Promise<ProposeResponse> {
     const startedRun = request.proposalId === this.input.proposalId;
     if (!startedRun) {
       // A joining proposal must be signed by the caller too; it waits for the evaluation to know the key.
@@ -1030,6 +1020,14 @@ class CallRun {
         const message = intentConflictMessage({ intentId, tool: this.proposal.tool });
         return { startedRun, result: this.reject({ code: 'IDEMPOTENCY_CONFLICT', message }) };
       }
+      // A joining proposal is a step of its session like the first: the loop guard counts it.
+      const admission = await this.admitJoining({ ...request, callId: this.callId });
+      if (!admission.admitted) return { startedRun, result: admission.result };
+      // Admitted, but joining a run its own starter's admission refused: that refusal is not this
+      // proposal's answer, and the run runs nothing; the client proposes again once it has closed.
+      if (this.evaluation?.authenticated && !this.evaluation.admitted && !this.evaluation.ok) {
+        return { startedRun, result: this.reject(this.evaluation.refusal), proposeAgain: true };
+      }
     }
     await condition(() => this.state.result !== undefined || this.state.pending !== undefined);
     if (this.state.result) {
@@ -1038,6 +1036,27 @@ class CallRun {
       return { startedRun, result: startedRun ? result : { ...result, replayed: true } };
     }
     return { startedRun, result: this.state.pending as ToolResult };
+  }
+
+  /** The session's admission of a proposal that joins this run (a recorded local activity). */
+  private async admitJoining(request: {
+    proposalId: string;
+    callId: string;
+    proposal: Proposal;
+    signature?: string;
+  }): Promise<{ admitted: true } | { admitted: false; result: ToolResult }> {
+    try {
+      return await proxyLocalActivities<SessionActivities>({
+        startToCloseTimeout: '10s',
+        retry: { maximumAttempts: 5, initialInterval: '200ms' },
+      }).admitJoiningProposal(request);
+    } catch (error) {
+      log.error('a joining proposal could not be admitted', { callId: this.callId, error: String(error) });
+      return {
+        admitted: false,
+        result: this.reject({ code: 'INTERNAL_ERROR', message: internalErrorMessage }),
+      };
+    }
   }
 
   private signedByCaller(request: { proposal: Proposal; signature?: string }): boolean {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ToolResult } from 'toolgate';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentLoopInput, AgentLoopResult } from '../../examples/agent/agent-loop';
 import { runAgentLoop } from '../../examples/agent/agent-loop';
 import type { ModelScript } from '../../examples/agent/scripted-model/model-script';
@@ -237,7 +237,12 @@ describe('the agent loop with the scripted model', () => {
       ['refund_order', 'APPROVAL_PENDING'],
     ]);
     const refund = outcome.results[1]!;
-    const pending = (await harness.admin.pending()).find((call) => call.callId === refund.callId);
+    // The approvers' list shows the call once the server's visibility has indexed it (a moment).
+    const pending = await vi.waitFor(async () => {
+      const found = (await harness.admin.pending()).find((call) => call.callId === refund.callId);
+      if (!found) throw new Error(`${refund.callId} is not listed yet`);
+      return found;
+    });
     expect(pending).toMatchObject({
       context: { onBehalfOf: 'CUS-2', channel: 'end-user-chat' },
       preview: { order_id: 'ORD-1002', customer_id: 'CUS-2', amount_cents: 4500 },

@@ -249,9 +249,12 @@ describe('a proposal the server refuses for load', () => {
     }
   };
 
-  for (const workflowType of ['toolSession', 'toolCall']) {
-    it(`answers OVERLOADED with effect none, audited, when the ${workflowType === 'toolSession' ? "session's admission" : "call's start"} is refused`, async () => {
-      const client = clientFailing({ workflowType, fail: () => Promise.reject(refusedForLoad()) });
+  {
+    it("answers OVERLOADED with effect none, audited, when the call's start is refused", async () => {
+      const client = clientFailing({
+        workflowType: 'toolCall',
+        fail: () => Promise.reject(refusedForLoad()),
+      });
       const result = await client.call({
         session: harness.newSession(),
         caller: 'support-bot',
@@ -294,7 +297,7 @@ describe('a proposal the server refuses for load', () => {
 
   it('answers INTERNAL_ERROR, nothing started, when the server fails otherwise', async () => {
     const client = clientFailing({
-      workflowType: 'toolSession',
+      workflowType: 'toolCall',
       fail: () => Promise.reject(new ServiceError('14 UNAVAILABLE: connection refused')),
     });
     const result = await client.call({

@@ -3,7 +3,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SignedGrant, ToolResult } from 'toolgate';
-import { addGrant, grantsWorkflowId, sessionWorkflowId } from 'toolgate';
+import { addGrant, grantsWorkflowId, sessionOperationIdPrefix, sessionOperationWorkflowType } from 'toolgate';
 import { createToolGateMcpServer } from 'toolgate/mcp';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -18,15 +18,26 @@ let harness: ToolGateHarness;
 useHarness((started) => (harness = started));
 const { proposeRefund, appliedRefunds } = approvalHelpers(() => harness);
 
-/** Ids that are not calls; the session's exists once a call was proposed in it. */
+/** Ids that are not calls. */
 const notCalls = () => [
-  sessionWorkflowId(`${harness.newSession()}:support-bot`),
+  `${sessionOperationIdPrefix}${harness.newSession()}`,
   grantsWorkflowId(harness.taskQueue),
   '\ud800',
   'tc-\ud800',
   `tc-${'0'.repeat(63)}`,
   'x'.repeat(256),
 ];
+
+/** The id of a session operation that ran (its stats, asked now): a workflow that is not a call. */
+async function sessionOperationOf(session: string): Promise<string> {
+  await harness.client.sessionStats(session);
+  for await (const execution of harness.temporal.workflow.list({
+    query: `WorkflowType = "${sessionOperationWorkflowType}"`,
+  })) {
+    return execution.workflowId;
+  }
+  throw new Error('no session operation is listed');
+}
 
 describe('a decision sent to what is not a call', () => {
   beforeAll(async () => {
@@ -49,7 +60,7 @@ describe('a decision sent to what is not a call', () => {
       tool: 'get_order',
       arguments: { order_id: 'ORD-1001' },
     });
-    for (const callId of [sessionWorkflowId(session), ...notCalls()]) {
+    for (const callId of [await sessionOperationOf(session), ...notCalls()]) {
       const outcome = await harness.admin.decide({
         callId,
         approver: 'alice',

@@ -3,17 +3,13 @@ import type { KeyObject } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import type { AdmissionDecision, Proposal, ProposeRequest, ToolResult } from 'toolgate';
+import type { Proposal, ProposeRequest, ToolResult } from 'toolgate';
 import {
-  admitUpdate,
   capProposal,
   deriveCallId,
   keyPaths,
   proposeUpdate,
   readPrivateKey,
-  sessionStatsQuery,
-  sessionWorkflowId,
-  sessionWorkflowType,
   signValue,
   toolCallWorkflowType,
   ToolGateClient,
@@ -69,33 +65,8 @@ const signatureOf = (input: { callId: string; proposal: Proposal }, key: KeyObje
   signValue({ kind: 'proposal', value: { callId: input.callId, proposal: input.proposal }, privateKey: key });
 
 /**
- * Asks a session to admit a proposal as a raw Temporal client can, with any call id and signature;
- * to the proposal's own session unless `session` names another.
- */
-function admitRaw(input: {
-  callId: string;
-  proposal: Proposal;
-  signature?: string;
-  session?: string;
-}): Promise<AdmissionDecision> {
-  const { session = input.proposal.session, ...request } = input;
-  const proposalId = randomUUID();
-  return harness.temporal.workflow.executeUpdateWithStart(admitUpdate, {
-    args: [{ proposalId, ...request }],
-    updateId: `admit-${proposalId}`,
-    startWorkflowOperation: new WithStartWorkflowOperation(sessionWorkflowType, {
-      workflowId: sessionWorkflowId(session),
-      taskQueue: harness.taskQueue,
-      args: [{ session }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    }),
-  });
-}
-
-/**
  * Delivers a proposal straight to the call workflow `callId` as a raw Temporal client can: it
- * starts the workflow, or joins the run that is there, without asking the session.
+ * starts the workflow, or joins the run that is there; the call's first step admits it.
  */
 async function proposeRaw(input: {
   callId: string;
@@ -235,7 +206,7 @@ describe('proposals edited after signing', () => {
   ];
 
   it.each(edits)(
-    'refuses a proposal with %s, at the session and at the call: UNAUTHENTICATED_CALLER',
+    'refuses a proposal with %s, under either call id: UNAUTHENTICATED_CALLER',
     async (_label, edit) => {
       const session = harness.newSession();
       const original = proposalOf({
@@ -251,8 +222,6 @@ describe('proposals edited after signing', () => {
         deriveCallId({ proposal, idempotencyFields: contract?.idempotencyFields }),
         original.callId,
       ]) {
-        const admission = await admitRaw({ callId, proposal, signature });
-        expect(admission).toMatchObject({ admitted: false, result: { code: 'UNAUTHENTICATED_CALLER' } });
         expect(await proposeRaw({ callId, proposal, signature })).toMatchObject({
           ok: false,
           code: 'UNAUTHENTICATED_CALLER',
@@ -295,12 +264,8 @@ describe('a context no harness attaches, signed with the caller’s own key', ()
       });
       const proposal = { ...built.proposal, context } as Proposal;
       const signature = signatureOf({ callId: built.callId, proposal }, callerKey('test-refunder'));
-      const admission = await admitRaw({ callId: built.callId, proposal, signature });
-      expect(admission).toMatchObject({
-        admitted: false,
-        result: { ok: false, code: 'CONTEXT_INVALID', effect: 'none' },
-      });
-      expect(admission).not.toHaveProperty('ticket');
+      const refused = await proposeRaw({ callId: built.callId, proposal, signature });
+      expect(refused).toMatchObject({ ok: false, code: 'CONTEXT_INVALID', effect: 'none' });
       const before = await stats(session);
       expect(before.steps).toBe(0);
       expect(before).not.toHaveProperty('context');
@@ -325,17 +290,20 @@ describe('a context no harness attaches, signed with the caller’s own key', ()
 });
 
 describe('a genuine proposal replayed elsewhere', () => {
-  it('refuses test-refunder’s signed proposal for one session when it is sent to another', async () => {
+  it('refuses test-refunder’s signed proposal for one session under another session’s call id, using no step anywhere', async () => {
     const signedFor = harness.newSession();
     const elsewhere = harness.newSession();
     expect((await read(elsewhere, 'test-refunder')).ok).toBe(true); // test-refunder owns it too
     const genuine = proposalOf({ session: signedFor, caller: 'test-refunder' });
     const signature = signatureOf(genuine, callerKey('test-refunder'));
+    const other = proposalOf({ session: elsewhere, caller: 'test-refunder' });
 
-    const admission = await admitRaw({ ...genuine, signature, session: elsewhere });
-    expect(admission).toMatchObject({ admitted: false, result: { code: 'UNAUTHENTICATED_CALLER' } });
+    // The signature covers the call id: under another, it is not the caller's; nothing runs.
+    const refused = await proposeRaw({ callId: other.callId, proposal: genuine.proposal, signature });
+    expect(refused).toMatchObject({ ok: false, code: 'UNAUTHENTICATED_CALLER', effect: 'none' });
     expect(await stats(elsewhere)).toMatchObject({ steps: 1 });
     expect((await stats(elsewhere)).codeCounts).toEqual({ OK: 1 });
+    expect((await stats(signedFor)).steps).toBe(0);
     expect(await appliedRefunds()).toBe(0);
   });
 });
@@ -404,7 +372,8 @@ describe('proposals to an ended session', () => {
     const session = harness.newSession();
     expect((await read(session, 'test-refunder')).ok).toBe(true);
     await harness.client.endSession(session);
-    expect(await harness.client.endSession(session)).toBeNull(); // ending it again changes nothing
+    // Ending it again changes nothing: still closed, the same reason.
+    expect(await harness.client.endSession(session)).toMatchObject({ closed: true, closedReason: 'ended' });
 
     const refused = await harness.client.call({
       session,
@@ -417,9 +386,9 @@ describe('proposals to an ended session', () => {
     expect(await appliedRefunds()).toBe(0);
   });
 
-  // A harness holding the caller's key starts a call workflow directly, skipping its session: the
-  // worker asks the session whether it admitted the proposal for this call (docs/design.md step 1).
-  it('never runs a signed refund sent straight to its call, past its ended session: SESSION_REQUIRED', async () => {
+  // A harness holding the caller's key starts a call workflow directly, skipping the client: the
+  // call's first step admits it in its session all the same (docs/design.md step 0).
+  it('never runs a signed refund sent straight to its call, past its ended session: SESSION_CLOSED', async () => {
     const session = harness.newSession();
     expect((await read(session, 'test-refunder')).ok).toBe(true);
     await harness.client.endSession(session);
@@ -429,63 +398,22 @@ describe('proposals to an ended session', () => {
       ...proposal,
       signature: signatureOf(proposal, callerKey('test-refunder')),
     });
-    expect(result).toMatchObject({ ok: false, code: 'SESSION_REQUIRED', effect: 'none' });
+    expect(result).toMatchObject({ ok: false, code: 'SESSION_CLOSED', effect: 'none' });
     expect(await appliedRefunds()).toBe(0);
   });
 });
 
-describe('admission tickets come only from the session itself', () => {
-  it('gives no ticket to a session workflow a raw client started under another id, with carried state of its own', async () => {
+describe('a call workflow under an id that is not its proposal’s call id', () => {
+  it('runs nothing and charges no session, even signed over that id with the caller’s key: SESSION_REQUIRED', async () => {
     const session = harness.newSession();
     const proposal = proposalOf({ session, caller: 'test-refunder' });
-    const proposalId = randomUUID();
-    const lookAlikeId = `look-alike-${randomUUID()}`;
-    // A look-alike session: toolgate's own workflow type, another id, a forged `carried` that would
-    // reset the budget if it were believed.
-    const decision = await harness.temporal.workflow.executeUpdateWithStart(admitUpdate, {
-      args: [{ proposalId, ...proposal, signature: signatureOf(proposal, callerKey('test-refunder')) }],
-      updateId: `admit-${proposalId}`,
-      startWorkflowOperation: new WithStartWorkflowOperation(sessionWorkflowType, {
-        workflowId: lookAlikeId,
-        taskQueue: harness.taskQueue,
-        args: [
-          {
-            session,
-            carried: {
-              closed: false,
-              steps: 0,
-              loopCounts: {},
-              streaks: {},
-              openCircuits: {},
-              codeCounts: {},
-              recentAdmissions: [],
-              limits: {
-                stepBudget: 1_000_000,
-                loopLimit: 1_000_000,
-                circuitThreshold: 1_000_000,
-                idleTimeoutMs: 60_000,
-              },
-              generation: 7,
-            },
-          },
-        ],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      }),
-    });
-    expect(decision).toMatchObject({ admitted: true });
-    expect(decision.admitted && decision.ticket).toBeFalsy();
-    // The carried state was not believed: the look-alike started afresh, with the default budget.
-    expect(await harness.temporal.workflow.getHandle(lookAlikeId).query(sessionStatsQuery)).toMatchObject({
-      generation: 0,
-      steps: 1,
-      stepBudget: 25,
-    });
-    // And a call started with what it answered runs nothing.
-    const result = await proposeRaw({
-      ...proposal,
-      signature: signatureOf(proposal, callerKey('test-refunder')),
-    });
+    // A look-alike id, signed over by a raw client holding the caller's key: the id is no key of this
+    // proposal (its effect could collide with another call's), so its session is never asked.
+    const lookAlike = { callId: `tc-${'a'.repeat(64)}`, proposal: proposal.proposal };
+    const signature = signatureOf(lookAlike, callerKey('test-refunder'));
+    const result = await proposeRaw({ ...lookAlike, signature });
     expect(result).toMatchObject({ ok: false, code: 'SESSION_REQUIRED', effect: 'none' });
+    expect(await stats(session)).toMatchObject({ steps: 0, codeCounts: {} });
     expect(await appliedRefunds()).toBe(0);
   });
 });

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { capProposal } from 'toolgate';
 import type {
   AuditRecord,
   AuditStore,
@@ -522,6 +523,66 @@ export function describeAuditStoreContract(input: {
       expect(await second.notificationDeliveriesOf(sent.callId)).toHaveLength(1);
       expect(await first.controlEvents()).toHaveLength(1);
       expect(await second.recent({ limit: 100 })).toHaveLength(records.length + 1);
+    });
+
+    it("keeps sessions' state: exactly 25 of 40 admissions at once across two workers, once per proposal, append-only", async () => {
+      const { store: first, another, backing } = await fresh();
+      const second = await another();
+      const session = `session-${randomUUID()}`;
+      const limits = { stepBudget: 25, loopLimit: 3, circuitThreshold: 3, idleTimeoutMs: 60_000 };
+      const admit = (store: AuditStore, index: number) => {
+        const order = `ORD-${2000 + index}`;
+        return store.sessions.admit({
+          proposalId: `${session}-${index}`,
+          session,
+          callId: `tc-${order}`,
+          proposal: capProposal({
+            session,
+            caller: 'support-bot',
+            tool: 'get_order',
+            arguments: JSON.stringify({ order_id: order }),
+          }),
+          signed: true,
+          limits,
+        });
+      };
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, index) => admit(index % 2 === 0 ? first : second, index)),
+      );
+      expect(answers.filter((answer) => answer.admitted)).toHaveLength(25);
+      expect(
+        answers.filter((answer) => !answer.admitted && answer.result.code === 'STEP_LIMIT'),
+      ).toHaveLength(15);
+      // Asked again, from the other worker: the same answers, nothing counted twice.
+      const again = await Promise.all(
+        Array.from({ length: 40 }, (_, index) => admit(index % 2 === 0 ? second : first, index)),
+      );
+      expect(again).toEqual(answers);
+      expect(await first.sessions.stats({ session })).toMatchObject({
+        caller: 'support-bot',
+        steps: 40,
+        codeCounts: { STEP_LIMIT: 15 },
+      });
+      // An outcome counts once per run, whichever worker reports it.
+      const outcome = {
+        session,
+        callId: 'tc-ORD-2000',
+        runId: 'run-1',
+        tool: 'get_order',
+        code: 'OK',
+        ok: true,
+      };
+      await Promise.all([first.sessions.countOutcome(outcome), second.sessions.countOutcome(outcome)]);
+      expect((await second.sessions.stats({ session })).codeCounts).toEqual({ STEP_LIMIT: 15, OK: 1 });
+      expect(await first.sessions.list()).toMatchObject([{ session, steps: 40, closed: false }]);
+      for (const statement of [
+        "UPDATE session_states SET state = '{}'",
+        'DELETE FROM session_states',
+        "UPDATE session_admissions SET admission = '{}'",
+        'DELETE FROM session_outcomes',
+      ]) {
+        await expect(backing.execute(statement), statement).rejects.toThrow(/append-only/);
+      }
     });
 
     it('makes its tables once when workers start together on an empty database, and keeps them on the next start', async () => {

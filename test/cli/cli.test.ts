@@ -253,12 +253,33 @@ describe('toolgate CLI', () => {
     expect(again.out).toContain('ALREADY_DECIDED');
   });
 
-  it('shows, resets and ends a session', async () => {
+  it('lists, shows, resets and ends a session; a reset is an operator’s, signed', async () => {
     const session = `cli-session-${Date.now()}`;
     await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);
     const show = await run('sessions', 'show', session, '--json');
     expect(JSON.parse(show.out)).toMatchObject({ caller: 'readonly-bot', steps: 1, closed: false });
-    expect((await run('sessions', 'reset', session)).code).toBe(0);
+    const list = await run('sessions', 'list', '--json');
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.out)).toContainEqual(
+      expect.objectContaining({ session, caller: 'readonly-bot', steps: 1 }),
+    );
+    // Without an operator, no reset; mallory is not the policy's; olivia's is kept with the session.
+    expect((await run('sessions', 'reset', session)).code).toBe(2);
+    const forged = await run('sessions', 'reset', session, '--as', 'mallory', '--reason', 'x');
+    expect(forged.code).toBe(1);
+    expect(forged.error).toContain('NOT_AN_OPERATOR');
+    const reset = await run(
+      'sessions',
+      'reset',
+      session,
+      '--as',
+      'olivia',
+      '--reason',
+      'schema fixed',
+      '--json',
+    );
+    expect(reset.code).toBe(0);
+    expect(JSON.parse(reset.out)).toMatchObject({ resets: [{ operator: 'olivia', reason: 'schema fixed' }] });
     expect((await run('sessions', 'end', session)).code).toBe(0);
     const after = await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);
     expect(after.out).toContain('SESSION_CLOSED');

@@ -14,7 +14,7 @@ import { testContracts } from '../support/test-tools';
 import type { FuzzCall, FuzzSession } from './fuzz-payloads';
 import { fuzzOrderIds, sessionSource } from './fuzz-payloads';
 import type { ModelOrder } from './fuzz-model';
-import { SessionModel, expectedBackendRequests, modelContext, sessionRefusals } from './fuzz-model';
+import { SessionModel, expectedBackendRequests, modelContext } from './fuzz-model';
 import type { TaskFailure, UnexpectedRun, WorkflowHealth } from './workflow-health';
 import { inspectWorkflows } from './workflow-health';
 
@@ -310,8 +310,9 @@ export async function runFuzzCampaign(input: FuzzCampaignInput): Promise<FuzzRep
       entry.answers++;
       backendExpected += requests ?? 0;
 
-      // Every admitted proposal starts a run, unless it joined one still waiting.
-      if (!sessionRefusals.has(code) && !joined) callRunsExpected++;
+      // Every proposal starts a run (its admission is the run's first step), unless it joined one still
+      // waiting, or the client refused its harness's context before anything started.
+      if (code !== 'CONTEXT_INVALID' && !joined) callRunsExpected++;
       if (code === 'APPROVAL_PENDING') waitingCallIds.add(result.callId);
       model.record({ tool: call.tool, code, ok: result.ok, callId: result.callId, joined });
 

@@ -4,7 +4,7 @@
 // retry later succeeds, and a task that keeps failing leaves its run open; both are read here.
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { sessionWorkflowType, toolCallWorkflowType } from 'toolgate';
+import { sessionOperationWorkflowType, toolCallWorkflowType } from 'toolgate';
 
 const eventTypes = temporal.api.enums.v1.EventType;
 const taskFailedCauses = temporal.api.enums.v1.WorkflowTaskFailedCause;
@@ -163,10 +163,12 @@ export async function inspectWorkflows(input: {
     switch (run.status) {
       case 'COMPLETED':
       case 'FAILED':
-        if (run.type === sessionWorkflowType && run.status === 'FAILED') unexpected('a session failed');
+        if (run.type === sessionOperationWorkflowType && run.status === 'FAILED') {
+          unexpected('a session operation failed');
+        }
         break;
       case 'CONTINUED_AS_NEW':
-        if (run.type !== sessionWorkflowType) unexpected('only sessions continue as new');
+        unexpected('no call or session operation continues as new');
         break;
       case 'RUNNING':
         if (run.type !== toolCallWorkflowType || !waitingCallIds.has(run.workflowId)) {

@@ -69,7 +69,7 @@ describe('the worker metrics endpoint', () => {
     });
     expect(await appliedRefunds()).toBe(1);
 
-    // Another caller in support-bot's session: refused at admission (step 0), no call runs.
+    // Another caller in support-bot's session: refused at admission (step 0), nothing runs.
     const session = `metrics-${randomUUID()}`;
     await harness.client.call({
       session,
@@ -131,9 +131,11 @@ describe('the worker metrics endpoint', () => {
       }),
     ).toBe(1);
     expect(sample(text, 'toolgate_circuit_openings_total', { tool: 'refund_order' })).toBe(1);
-    // Nothing else was counted: every toolgate_calls_total series is one of the three above.
+    // The refusal at admission is its call's own run, so a call too (step 0 is the call's first step).
+    expect(calls('get_order', 'UNAUTHENTICATED_CALLER', 'none')).toBe(1);
+    // Nothing else was counted: every toolgate_calls_total series is one of the four above.
     const series = text.split('\n').filter((line) => line.startsWith('toolgate_calls_total{'));
-    expect(series).toHaveLength(3);
+    expect(series).toHaveLength(4);
     // Nothing was lost and recovered here, and no replay reaches a worker.
     expect(text).not.toMatch(/^toolgate_recovered_after_lost_response_total\{/m);
     expect(text).toContain('# TYPE toolgate_replays_total counter');

@@ -32,7 +32,7 @@ async function spansOfTrace(
 }
 
 describe('traces', () => {
-  it('follows one call in one trace from client.call through admission, workflow and activity to the backend request', async () => {
+  it('follows one call in one trace from client.call through its workflow, admission and activity to the backend request', async () => {
     const result = await harness.call({
       caller: 'support-bot',
       tool: 'get_order',
@@ -83,18 +83,18 @@ describe('traces', () => {
       expect(found, name).toHaveLength(1);
       return found[0]!;
     };
-    // The session's admission (step 0) and the call's update-with-start are the client's children.
-    expect(parentOf(only('UpdateWithStartWorkflow:admit'))).toBe(root);
+    // The call's update-with-start is the client's child: no session workflow runs before it.
     expect(parentOf(only('UpdateWithStartWorkflow:propose'))).toBe(root);
-    // The session workflow admitted it under the client's span: its handler and its local activity.
-    expect(ancestry(only('RunActivity:admitProposal'))).toEqual([
-      'StartActivity:admitProposal',
-      'HandleUpdate:admit',
-      'UpdateWithStartWorkflow:admit',
+    expect(named(spans, 'UpdateWithStartWorkflow:admit')).toEqual([]);
+    // The session's admission (step 0) is the call's first local activity, with its evaluation.
+    expect(ancestry(only('RunActivity:evaluateCall'))).toEqual([
+      'StartActivity:evaluateCall',
+      'RunWorkflow:toolCall',
+      'UpdateWithStartWorkflow:propose',
       'toolgate.call',
     ]);
-    // The call's outcome reported to its session joins the trace too.
-    expect(ancestry(only('HandleSignal:callOutcome'))).toContain('RunActivity:finishToolCall');
+    // The outcome is counted in the session by the call's last step, in the same trace.
+    expect(ancestry(only('RunActivity:finishToolCall'))).toContain('RunWorkflow:toolCall');
     // The call's workflow, its activity, then the backend's request, each under the one before.
     const execute = only('RunActivity:executeToolCall');
     expect(ancestry(execute)).toEqual([

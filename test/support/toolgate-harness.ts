@@ -49,6 +49,8 @@ export interface ToolGateHarness {
   client: ToolGateClient;
   temporal: Client;
   audit: AuditStore;
+  /** The audit store's SQLite file (sessions are state in it): pass it to a second harness to share it. */
+  auditPath: string;
   admin: ApprovalAdmin;
   /** The worker's credential minter, so a test can send a refund of its own that the orders service accepts. */
   minter: CredentialMinter;
@@ -94,6 +96,11 @@ export async function startHarness(input: {
   taskQueue?: string;
   /** Reuse these keys (another harness's), so two harnesses serve the same callers. */
   keysDirectory?: string;
+  /**
+   * Share this audit store (another harness's `auditPath`): two workers of one deployment share one
+   * store, and sessions are state in it.
+   */
+  auditPath?: string;
   /** The minter's own copy of the policy, when it must differ from the workers' (default: the same). */
   minterPolicy?: PolicyFileInput;
   /** The worker runtime's logger, when this process's first harness installs it (default: errors only). */
@@ -166,7 +173,8 @@ export async function startHarness(input: {
       }
       return privateKeys.get(cacheKey);
     };
-    const audit = openSqliteAuditStore({ path: join(directory, 'audit.sqlite') });
+    const auditPath = input.auditPath ?? join(directory, 'audit.sqlite');
+    const audit = openSqliteAuditStore({ path: auditPath });
     cleanups.push(() => audit.close());
     const taskQueue = input.taskQueue ?? `test-${randomUUID()}`;
     // What toolgate's clients take (its failure converter, and the codec the config's `codec` makes),
@@ -197,17 +205,16 @@ export async function startHarness(input: {
       ...createTestTools(),
     ];
     // The harness's deployment, as a user's config would name it: fast retries so retry exhaustion
-    // takes milliseconds, and sessions that continue as new after 6 admissions, so tests cross it.
+    // takes milliseconds.
     const config = resolveConfig({
       source: join(directory, 'toolgate.config.ts'),
       config: {
         tools: contracts,
         policyPath,
         keysDirectory,
-        auditPath: join(directory, 'audit.sqlite'),
+        auditPath,
         implementations: () => tools,
         retry: { maximumAttempts: 3, initialIntervalMs: 20, maximumIntervalMs: 100, attemptTimeoutMs: 3_000 },
-        session: { continueAsNewAfter: 6 },
         ...(input.notifications ? { notifications: input.notifications } : {}),
         ...(input.codec ? { codec: input.codec } : {}),
       },
@@ -263,6 +270,7 @@ export async function startHarness(input: {
       client,
       temporal,
       audit,
+      auditPath,
       admin,
       minter,
       taskQueue,

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -33,7 +33,11 @@ describe('the approval gate', () => {
     });
     expect(again).toMatchObject({ code: 'APPROVAL_PENDING', callId: pending.callId });
 
-    const listed = await harness.admin.pending();
+    const listed = await vi.waitFor(async () => {
+      const all = await harness.admin.pending();
+      if (!all.some((call) => call.callId === pending.callId)) throw new Error('not listed yet');
+      return all;
+    });
     expect(listed.find((call) => call.callId === pending.callId)).toMatchObject({
       tool: 'refund_order',
       caller: 'support-bot',

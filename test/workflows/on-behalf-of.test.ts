@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { CallContext, ProposeRequest, ToolResult } from 'toolgate';
 import {
   anthropicTools,
@@ -98,7 +98,12 @@ describe('a conversation acts for one end user', () => {
       context: cus('CUS-2'),
     });
     expect(refund).toMatchObject({ code: 'APPROVAL_PENDING', effect: 'none' });
-    const pending = (await harness.admin.pending()).find((call) => call.callId === refund.callId);
+    // The approvers' list shows the call once the server's visibility has indexed it (a moment).
+    const pending = await vi.waitFor(async () => {
+      const found = (await harness.admin.pending()).find((call) => call.callId === refund.callId);
+      if (!found) throw new Error(`${refund.callId} is not listed yet`);
+      return found;
+    });
     expect(pending).toMatchObject({ callId: refund.callId, context: cus('CUS-2') });
     expect(await decide(refund.callId, 'alice')).toMatchObject({ accepted: true, state: 'approved' });
     expect(await harness.client.result(refund.callId, { wait: true })).toMatchObject({
@@ -212,8 +217,17 @@ describe('the context is covered by the signature and the session', () => {
     return { proposal, callId };
   };
 
-  it('refuses a context edited after signing (UNAUTHENTICATED_CALLER) and a signed one sent past its session (SESSION_REQUIRED)', async () => {
+  it('refuses a context edited after signing (UNAUTHENTICATED_CALLER) and a signed one sent into a session of another end user (CONTEXT_MISMATCH)', async () => {
     const session = harness.newSession();
+    // The harness opens the session for CUS-1: its context is fixed at that first admission.
+    const opened = await harness.client.call({
+      session,
+      caller: 'test-refunder',
+      tool: 'get_order',
+      arguments: '{"order_id":"ORD-1001"}',
+      context: cus('CUS-1'),
+    });
+    expect(opened.ok).toBe(true);
     const signedFor = proposalFor(cus('CUS-1'), session);
     const signature = signValue({
       kind: 'proposal',
@@ -228,8 +242,9 @@ describe('the context is covered by the signature and the session', () => {
     });
     expect(forged).toMatchObject({ ok: false, code: 'UNAUTHENTICATED_CALLER', effect: 'none' });
 
-    // Signed for CUS-2 with the caller's own key, but started without its session's ticket.
-    const direct = proposalFor(cus('CUS-2'), harness.newSession());
+    // Signed for CUS-2 with the caller's own key, started straight into CUS-1's session: the call's
+    // own admission finds the session fixed to another end user.
+    const direct = proposalFor(cus('CUS-2'), session);
     const unadmitted = await proposeRaw({
       callId: direct.callId,
       request: {
@@ -242,7 +257,7 @@ describe('the context is covered by the signature and the session', () => {
         }),
       },
     });
-    expect(unadmitted).toMatchObject({ ok: false, code: 'SESSION_REQUIRED', effect: 'none' });
+    expect(unadmitted).toMatchObject({ ok: false, code: 'CONTEXT_MISMATCH', effect: 'none' });
     expect(await appliedRefunds()).toBe(0);
   });
 

@@ -32,7 +32,7 @@ describe('recorded histories of representative calls', () => {
         'refund-ok',
         'refund-policy-limit',
         'refund-tool-disabled',
-        'session',
+        'read-loop-detected',
         'unknown-tool',
       ].sort(),
     );

@@ -1,22 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import type { AdmissionDecision, AuditRecord } from 'toolgate';
-import {
-  admitUpdate,
-  capProposal,
-  keyPaths,
-  readPrivateKey,
-  sessionWorkflowId,
-  sessionWorkflowType,
-  signValue,
-} from 'toolgate';
+import type { AuditRecord, ToolResult } from 'toolgate';
+import { capProposal, keyPaths, readPrivateKey, signValue, toolCallWorkflowType } from 'toolgate';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
-// Refusals at session admission (step 0) start no call workflow; they reach the audit store like
-// every other refusal, once per proposal, however often its admission is asked again.
+// Refusals at session admission (step 0, the call workflow's first step) are the call's own final
+// record, like every other refusal; asked again under the same proposal id (a retried local
+// activity, a replayed task, a raw client starting the run again), the admission answers what it
+// answered and counts nothing twice.
 
 let harness: ToolGateHarness;
 
@@ -29,20 +21,14 @@ interface Proposed {
   arguments: string;
 }
 
-interface Admission {
-  proposalId: string;
-  callId: string;
-  decision: AdmissionDecision;
-}
-
 /**
- * Asks the proposal's session to admit it as the client does (signed with the caller's key unless
- * `signed` is false), under the given proposal id and update id when a test asks again.
+ * Starts the proposal's call workflow as a raw Temporal client would (signed with the caller's key
+ * unless `signed` is false), under the given proposal id, and waits for its answer.
  */
-async function admit(
+async function startRaw(
   proposed: Proposed,
-  options: { signed?: boolean; proposalId?: string; updateId?: string } = {},
-): Promise<Admission> {
+  options: { signed?: boolean; proposalId?: string } = {},
+): Promise<{ proposalId: string; callId: string; result: ToolResult; runId: string }> {
   const proposal = capProposal(proposed);
   const callId = harness.client.callIdOf(proposed);
   const proposalId = options.proposalId ?? randomUUID();
@@ -54,40 +40,29 @@ async function admit(
     options.signed === false
       ? undefined
       : signValue({ kind: 'proposal', value: { callId, proposal }, privateKey: key });
-  const decision = await harness.temporal.workflow.executeUpdateWithStart(admitUpdate, {
-    args: [{ proposalId, callId, proposal, ...(signature !== undefined ? { signature } : {}) }],
-    updateId: options.updateId ?? `admit-${proposalId}`,
-    startWorkflowOperation: new WithStartWorkflowOperation(sessionWorkflowType, {
-      workflowId: sessionWorkflowId(proposed.session),
-      taskQueue: harness.taskQueue,
-      args: [{ session: proposed.session }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    }),
+  const handle = await harness.temporal.workflow.start(toolCallWorkflowType, {
+    workflowId: callId,
+    taskQueue: harness.taskQueue,
+    args: [{ proposalId, proposal, ...(signature !== undefined ? { signature } : {}) }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
   });
-  return { proposalId, callId, decision };
+  const result = await handle.result().then(
+    (value) => value as ToolResult,
+    (error: { cause?: { details?: unknown[] } }) => error.cause?.details?.[0] as ToolResult,
+  );
+  return { proposalId, callId, result, runId: handle.firstExecutionRunId };
 }
 
-/** The admission again, as a client retrying it would: the same update, then the same proposal under a new update id. */
-async function admitAgain(proposed: Proposed, first: Admission, options: { signed?: boolean } = {}) {
-  for (const updateId of [`admit-${first.proposalId}`, `admit-${first.proposalId}-again`]) {
-    const again = await admit(proposed, { ...options, proposalId: first.proposalId, updateId });
-    expect(again.decision).toEqual(first.decision);
-  }
-}
-
-/** The one record the store must hold for a refused admission (times and policy version as patterns). */
+/** The record the store must hold for a refused admission: the call's own, for its run. */
 function refusalRecord(
   proposed: Proposed,
-  admission: Admission,
+  refused: { callId: string; runId: string; result: ToolResult },
   code: string,
 ): Partial<Record<keyof AuditRecord, unknown>> {
-  if (admission.decision.admitted) throw new Error(`expected ${code}, the proposal was admitted`);
-  const { result } = admission.decision;
-  expect(result).toMatchObject({ ok: false, code, effect: 'none', callId: admission.callId });
+  expect(refused.result).toMatchObject({ ok: false, code, effect: 'none', callId: refused.callId });
   return {
-    callId: admission.callId,
-    runId: `admission:${admission.proposalId}`,
+    callId: refused.callId,
+    runId: refused.runId,
     session: proposed.session,
     caller: proposed.caller,
     tool: proposed.tool,
@@ -96,10 +71,7 @@ function refusalRecord(
     code,
     ok: false,
     effect: 'none',
-    result,
-    startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-    finishedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-    durationMs: 0,
+    result: refused.result,
   };
 }
 
@@ -113,38 +85,41 @@ const getOrder = (session: string, caller: string, orderId: string): Proposed =>
   arguments: `{"order_id":"${orderId}"}`,
 });
 
-describe('refusals at session admission are in the audit store, once per proposal', () => {
-  it('records a STEP_LIMIT refusal once, with the proposal as the model sent it', async () => {
+describe('refusals at session admission are in the audit store', () => {
+  it('records a STEP_LIMIT refusal as its call’s record; the same proposal asked again uses no step', async () => {
     const session = harness.newSession();
     for (const orderId of ['ORD-1001', 'ORD-1002']) {
       expect((await harness.client.call(getOrder(session, 'thrifty-bot', orderId))).ok).toBe(true);
     }
     const proposed = getOrder(session, 'thrifty-bot', 'ORD-1003');
-    const refused = await admit(proposed);
-    expect(await recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'STEP_LIMIT')]);
-    const [record] = await recordsOf(refused.callId);
-    expect(record?.finishedAt).toBe(record?.startedAt);
-
-    await admitAgain(proposed, refused);
-    expect(await codesOf(refused.callId)).toEqual(['STEP_LIMIT']);
+    const refused = await startRaw(proposed);
+    expect(await recordsOf(refused.callId)).toEqual([
+      expect.objectContaining(refusalRecord(proposed, refused, 'STEP_LIMIT')),
+    ]);
     expect((await harness.client.sessionStats(session)).steps).toBe(3);
+
+    // A new run under the same proposal id: the recorded answer, no step, no count.
+    const again = await startRaw(proposed, { proposalId: refused.proposalId });
+    expect(again.result).toEqual(refused.result);
+    expect(await codesOf(refused.callId)).toEqual(['STEP_LIMIT', 'STEP_LIMIT']);
+    expect(await harness.client.sessionStats(session)).toMatchObject({
+      steps: 3,
+      codeCounts: { STEP_LIMIT: 1 },
+    });
   });
 
-  it('records a LOOP_DETECTED refusal once, after the records of the calls it repeats', async () => {
+  it('records a LOOP_DETECTED refusal after the records of the calls it repeats', async () => {
     const session = harness.newSession();
     const proposed = getOrder(session, 'loopy-bot', 'ORD-1001');
     expect((await harness.client.call(proposed)).ok).toBe(true);
     expect((await harness.client.call(proposed)).ok).toBe(true);
-    const refused = await admit(proposed);
+    const refused = await harness.client.call(proposed);
     const records = await recordsOf(refused.callId);
     expect(records.map((record) => record.code)).toEqual(['OK', 'OK', 'LOOP_DETECTED']);
-    expect(records[2]).toEqual(refusalRecord(proposed, refused, 'LOOP_DETECTED'));
-
-    await admitAgain(proposed, refused);
-    expect(await codesOf(refused.callId)).toEqual(['OK', 'OK', 'LOOP_DETECTED']);
+    expect(records[2]).toMatchObject({ session, caller: 'loopy-bot', code: 'LOOP_DETECTED', effect: 'none' });
   });
 
-  it('records a CIRCUIT_OPEN refusal once', async () => {
+  it('records a CIRCUIT_OPEN refusal, with nothing applied', async () => {
     const session = harness.newSession();
     for (let index = 0; index < 3; index++) {
       const invalid = await harness.client.call({
@@ -161,15 +136,14 @@ describe('refusals at session admission are in the audit store, once per proposa
       tool: 'refund_order',
       arguments: harness.refundArguments(),
     };
-    const refused = await admit(proposed);
-    expect(await recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'CIRCUIT_OPEN')]);
-
-    await admitAgain(proposed, refused);
-    expect(await codesOf(refused.callId)).toEqual(['CIRCUIT_OPEN']);
+    const refused = await startRaw(proposed);
+    expect(await recordsOf(refused.callId)).toEqual([
+      expect.objectContaining(refusalRecord(proposed, refused, 'CIRCUIT_OPEN')),
+    ]);
     expect(await harness.orders.api.refundCount()).toBe(0);
   });
 
-  it('records an unsigned proposal’s UNAUTHENTICATED_CALLER once, though the session checks it again when asked again', async () => {
+  it('records an unsigned proposal’s UNAUTHENTICATED_CALLER; the session is not touched', async () => {
     const session = harness.newSession();
     expect((await harness.client.call(getOrder(session, 'test-refunder', 'ORD-1001'))).ok).toBe(true);
     const proposed: Proposed = {
@@ -178,36 +152,33 @@ describe('refusals at session admission are in the audit store, once per proposa
       tool: 'refund_order',
       arguments: harness.refundArguments(),
     };
-    const refused = await admit(proposed, { signed: false });
+    const refused = await startRaw(proposed, { signed: false });
     expect(await recordsOf(refused.callId)).toEqual([
-      refusalRecord(proposed, refused, 'UNAUTHENTICATED_CALLER'),
+      expect.objectContaining(refusalRecord(proposed, refused, 'UNAUTHENTICATED_CALLER')),
     ]);
-
-    await admitAgain(proposed, refused, { signed: false });
-    expect(await codesOf(refused.callId)).toEqual(['UNAUTHENTICATED_CALLER']);
-    // Audited, yet still no step and no count: the refusal is the store's, not the session's.
+    // Audited, yet no step and no count: the refusal is the call's, not the session's.
     const stats = await harness.client.sessionStats(session);
     expect(stats).toMatchObject({ steps: 1, codeCounts: { OK: 1 } });
     expect(await harness.orders.api.refundCount()).toBe(0);
   });
 
-  it('records a SESSION_CLOSED refusal once when the session ends just before it decides the admission', async () => {
+  it('records a replay’s refusal once, under its proposal: a completed refund proposed past the loop limit', async () => {
     const session = harness.newSession();
-    expect((await harness.client.call(getOrder(session, 'test-refunder', 'ORD-1001'))).ok).toBe(true);
-    const proposed = getOrder(session, 'test-refunder', 'ORD-1002');
-    let admission: Promise<Admission> | undefined;
-    let ended: Promise<unknown> | undefined;
-    // With no worker, the end and the admission wait at the server and reach the session together;
-    // the session takes them in arrival order, so the end closes it before the admission is decided.
-    await harness.restartWorker(async () => {
-      ended = harness.client.endSession(session, { reason: 'user left' });
-      await sleep(1_000);
-      admission = admit(proposed);
-      await sleep(1_000);
-    });
-    const refused = await admission!;
-    await ended;
-    expect(await recordsOf(refused.callId)).toEqual([refusalRecord(proposed, refused, 'SESSION_CLOSED')]);
-    expect(await harness.client.sessionStats(session)).toMatchObject({ closed: true, steps: 1 });
+    const proposed: Proposed = {
+      session,
+      caller: 'test-refunder',
+      tool: 'refund_order',
+      arguments: harness.refundArguments(),
+    };
+    const results = [];
+    for (let index = 0; index < 4; index++) results.push(await harness.client.call(proposed));
+    expect(results.map((result) => result.code)).toEqual(['OK', 'OK', 'OK', 'LOOP_DETECTED']);
+    expect(results.slice(1, 3).every((result) => result.replayed === true)).toBe(true);
+    // The refund's run is recorded once; the refused replay started no run: its record is the admission's.
+    const records = await recordsOf(results[0]!.callId);
+    expect(records.map((record) => record.code)).toEqual(['OK', 'LOOP_DETECTED']);
+    expect(records[1]?.runId).toMatch(/^admission:/);
+    expect(await harness.orders.api.refundCount()).toBe(1);
+    expect((await harness.client.sessionStats(session)).steps).toBe(4);
   });
 });

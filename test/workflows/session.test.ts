@@ -1,6 +1,14 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
-import { callOutcomeSignal, sessionWorkflowId } from 'toolgate';
+import {
+  capProposal,
+  keyPaths,
+  readPrivateKey,
+  searchAttributes,
+  SessionOperationRefused,
+  signValue,
+  toolCallWorkflowType,
+} from 'toolgate';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
@@ -63,6 +71,44 @@ describe('admission under concurrency', () => {
   });
 });
 
+describe('the step budget across two workers sharing the store', () => {
+  it('admits exactly 25 of 40 reads sent at once, each its own call; the store and the audit agree', async () => {
+    const second = await startHarness({
+      address: temporalAddress(),
+      taskQueue: harness.taskQueue,
+      keysDirectory: harness.keysDirectory,
+      auditPath: harness.auditPath,
+    });
+    try {
+      // test-refunder has the default limits (budget 25); an intent id per proposal makes 40 calls of one read.
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          harness.client.call({
+            session,
+            caller: 'test-refunder',
+            tool: 'get_order',
+            arguments: '{"order_id":"ORD-1001"}',
+            intentId: `turn-1-call-${index}`,
+          }),
+        ),
+      );
+      const codes = results.map((result) => result.code);
+      expect(codes.filter((code) => code === 'OK')).toHaveLength(25);
+      expect(codes.filter((code) => code === 'STEP_LIMIT')).toHaveLength(15);
+      expect(new Set(results.map((result) => result.callId)).size).toBe(40);
+      expect(await harness.client.sessionStats(session)).toMatchObject({
+        steps: 40,
+        codeCounts: { OK: 25, STEP_LIMIT: 15 },
+      });
+      const audited = (await harness.audit.recordsOfSession(session)).map((record) => record.code);
+      expect(audited.filter((code) => code === 'OK')).toHaveLength(25);
+      expect(audited.filter((code) => code === 'STEP_LIMIT')).toHaveLength(15);
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
 describe('round trips', () => {
   const { EventType } = temporal.api.enums.v1;
   const eventsOf = async (workflowId: string) =>
@@ -70,7 +116,7 @@ describe('round trips', () => {
   const countOf = (events: { eventType?: number | null }[], type: number) =>
     events.filter((event) => event.eventType === type).length;
 
-  it('closes a read in one workflow task, its outcome already counted by the session', async () => {
+  it('closes a read in one workflow task, its outcome already counted in the store; the session is no workflow', async () => {
     const first = await read('test-refunder');
     expect(first.ok).toBe(true);
     const call = await eventsOf(first.callId);
@@ -80,34 +126,39 @@ describe('round trips', () => {
 
     expect((await read('test-refunder', 'ORD-1002')).ok).toBe(true);
     expect((await read('test-refunder', 'ORD-1003')).ok).toBe(true);
-    const events = await eventsOf(sessionWorkflowId(session));
-    expect(countOf(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)).toBe(3);
-    expect(countOf(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED)).toBe(3);
-    // One idle timer for the window (re-armed at most once, when the caller's timeout is learnt), not one per call.
-    expect(countOf(events, EventType.EVENT_TYPE_TIMER_STARTED)).toBeLessThanOrEqual(2);
+    // Ops see a session as its calls: every workflow that carries its id is a call.
+    await expect
+      .poll(async () => {
+        const types: string[] = [];
+        for await (const execution of harness.temporal.workflow.list({
+          query: `${searchAttributes.sessionId.name} = "${session}"`,
+        })) {
+          types.push(execution.type);
+        }
+        return types;
+      })
+      .toEqual([toolCallWorkflowType, toolCallWorkflowType, toolCallWorkflowType]);
   });
 
-  it('counts a run’s outcome once when its report arrives twice (a retried activity)', async () => {
+  it('counts a run’s outcome once when it is counted twice (a retried activity)', async () => {
     expect((await read('test-refunder')).ok).toBe(true);
-    const handle = harness.temporal.workflow.getHandle(sessionWorkflowId(session));
     const outcome = {
+      session,
       callId: 'tc-repeated',
       runId: 'run-1',
       tool: 'refund_order',
       code: 'ORDER_NOT_FOUND',
       ok: false,
     };
-    await handle.signal(callOutcomeSignal, outcome);
-    await handle.signal(callOutcomeSignal, outcome);
-    await handle.signal(callOutcomeSignal, { ...outcome, runId: 'run-2' });
-    await expect
-      .poll(async () => (await harness.client.sessionStats(session)).codeCounts.ORDER_NOT_FOUND)
-      .toBe(2);
+    await harness.audit.sessions.countOutcome(outcome);
+    await harness.audit.sessions.countOutcome(outcome);
+    await harness.audit.sessions.countOutcome({ ...outcome, runId: 'run-2' });
+    expect((await harness.client.sessionStats(session)).codeCounts.ORDER_NOT_FOUND).toBe(2);
     expect((await harness.client.sessionStats(session)).openCircuits).toEqual({});
-    await handle.signal(callOutcomeSignal, { ...outcome, runId: 'run-3' });
-    await expect
-      .poll(async () => (await harness.client.sessionStats(session)).openCircuits.refund_order?.count)
-      .toBe(3);
+    const opened = await harness.audit.sessions.countOutcome({ ...outcome, runId: 'run-3' });
+    expect(opened.opened).toMatchObject({ code: 'ORDER_NOT_FOUND', count: 3 });
+    expect((await harness.client.sessionStats(session)).openCircuits.refund_order?.count).toBe(3);
+    expect((await refund()).code).toBe('CIRCUIT_OPEN');
   });
 });
 
@@ -124,7 +175,24 @@ describe('circuit breaker', () => {
     expect(stats.openCircuits.refund_order).toMatchObject({ code: 'INVALID_ARGUMENTS', count: 3 });
     expect(stats.codeCounts).toMatchObject({ INVALID_ARGUMENTS: 3, CIRCUIT_OPEN: 1, OK: 1 });
 
-    await harness.client.resetSession(session, { tool: 'refund_order' });
+    // Only an operator of the policy resets it, with their own key; the reset is kept with the session.
+    const reset = (operator: string, key = operator) =>
+      harness.client.resetSession(session, {
+        tool: 'refund_order',
+        operator,
+        operatorKey: harness.operatorKey(key),
+        reason: 'the schema was fixed',
+      });
+    await expect(reset('mallory')).rejects.toMatchObject({ code: 'NOT_AN_OPERATOR' });
+    await expect(reset('olivia', 'mallory')).rejects.toBeInstanceOf(SessionOperationRefused);
+    await expect(reset('olivia', 'mallory')).rejects.toMatchObject({ code: 'SIGNATURE_INVALID' });
+    expect(await refund()).toMatchObject({ ok: false, code: 'CIRCUIT_OPEN' });
+    const after = await reset('olivia');
+    expect(after.openCircuits).toEqual({});
+    expect(after.resets?.map(({ at: _at, ...reset }) => reset)).toEqual([
+      { operator: 'olivia', reason: 'the schema was fixed', tool: 'refund_order' },
+    ]);
+    expect(after.resets?.[0]?.at).toMatch(/^\d{4}-/);
     expect(await refund()).toMatchObject({ ok: true, effect: 'applied' });
     expect(await harness.orders.api.refundCount()).toBe(1);
   });
@@ -141,20 +209,43 @@ describe('circuit breaker', () => {
 });
 
 describe('durability', () => {
-  it('keeps every counter across continue-as-new and admits nothing twice', async () => {
-    // The tests' sessions continue as new after 6 admissions.
-    const first = await read('test-refunder');
-    await read('test-refunder');
-    for (const orderId of ['ORD-1002', 'ORD-1003', 'ORD-9999', 'ORD-1002'])
-      await read('test-refunder', orderId);
-    await read('test-refunder', 'ORD-1003');
+  it('refuses a call a raw Temporal client starts, validly signed, past the budget: STEP_LIMIT, nothing runs', async () => {
+    expect((await read('thrifty-bot', 'ORD-1001')).ok).toBe(true);
+    expect((await read('thrifty-bot', 'ORD-1002')).ok).toBe(true);
+    // The caller's own key, a well-formed proposal, a workflow started directly: no client, no admission before it.
+    const proposed = {
+      session,
+      caller: 'thrifty-bot',
+      tool: 'get_order',
+      arguments: '{"order_id":"ORD-1003"}',
+    };
+    const proposal = capProposal(proposed);
+    const callId = harness.client.callIdOf(proposed);
+    const key = readPrivateKey(
+      keyPaths({ directory: harness.keysDirectory, owner: { kind: 'caller', name: 'thrifty-bot' } })
+        .privateKey,
+    );
+    const signature = signValue({ kind: 'proposal', value: { callId, proposal }, privateKey: key });
+    const handle = await harness.temporal.workflow.start(toolCallWorkflowType, {
+      workflowId: callId,
+      taskQueue: harness.taskQueue,
+      args: [{ proposalId: 'raw-client-proposal', proposal, signature }],
+    });
+    const failure = await handle.result().then(
+      () => undefined,
+      (error: { cause?: { type?: string; details?: unknown[] } }) => error.cause,
+    );
+    expect(failure).toMatchObject({ type: 'STEP_LIMIT' });
+    expect(failure?.details?.[0]).toMatchObject({ ok: false, code: 'STEP_LIMIT', effect: 'none' });
+    // Two local activities ran, the admission-and-evaluation and the final record: no read of the order.
+    const { EventType } = temporal.api.enums.v1;
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.filter((event) => event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED)).toHaveLength(
+      2,
+    );
     const stats = await harness.client.sessionStats(session);
-    expect(stats.generation).toBeGreaterThanOrEqual(1);
-    expect(stats.steps).toBe(7);
-    // The loop map came across: a third read of ORD-1001 is allowed, a fourth is not.
-    expect((await read('test-refunder')).callId).toBe(first.callId);
-    expect((await read('test-refunder')).code).toBe('LOOP_DETECTED');
-    expect((await harness.client.sessionStats(session)).steps).toBe(9);
+    expect(stats).toMatchObject({ steps: 3, codeCounts: { OK: 2, STEP_LIMIT: 1 } });
+    expect((await harness.audit.recordsOf(callId)).map((record) => record.code)).toEqual(['STEP_LIMIT']);
   });
 
   it('holds the default budget of 25 across a worker restart in the middle of a session and across two workers', async () => {
@@ -162,6 +253,7 @@ describe('durability', () => {
       address: temporalAddress(),
       taskQueue: harness.taskQueue,
       keysDirectory: harness.keysDirectory,
+      auditPath: harness.auditPath,
     });
     // test-refunder's policy sets no session guards: the defaults apply. Every proposal names another
     // order (past ORD-1003 none exists), so the loop guard never answers in the budget's place.
@@ -185,8 +277,21 @@ describe('durability', () => {
 
 describe('session end', () => {
   it('keeps a session ended before its first call ended', async () => {
-    await harness.client.endSession(session, { reason: 'conversation abandoned' });
+    await harness.client.endSession(session, { reason: 'conversation abandoned', caller: 'test-refunder' });
     expect(await read('test-refunder')).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
+  });
+
+  it('is ended only by its own caller, with its key', async () => {
+    expect((await read('test-refunder')).ok).toBe(true);
+    await expect(harness.client.endSession(session, { caller: 'support-bot' })).rejects.toMatchObject({
+      code: 'UNAUTHENTICATED_CALLER',
+    });
+    expect((await harness.client.sessionStats(session)).closed).toBe(false);
+    expect(await harness.client.endSession(session, { reason: 'handoff' })).toMatchObject({
+      closed: true,
+      closedReason: 'handoff',
+    });
+    expect(await read('test-refunder', 'ORD-1002')).toMatchObject({ ok: false, code: 'SESSION_CLOSED' });
   });
 
   it('ends a session that stays idle past its timeout, and it stays ended', async () => {
