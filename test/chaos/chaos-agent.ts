@@ -50,6 +50,14 @@ export function proposalOf(input: { intent: ChaosIntent; session: string }): Cal
   };
 }
 
+/**
+ * How many proposals the agent made in each session: a session's steps in the store can be no more
+ * (a worker killed between the admission's commit and its task's completion must not charge twice).
+ */
+export const proposalsBySession = new Map<string, number>();
+/** How many of them were answered with a result: each of those was a step. */
+export const resultsBySession = new Map<string, number>();
+
 /** One proposal of an intent, as the agent records it: a result, or the client's exception. */
 export async function proposeOnce(input: {
   client: ToolGateClient;
@@ -57,6 +65,7 @@ export async function proposeOnce(input: {
   session: string;
   timeoutMs: number;
 }): Promise<AgentAnswer> {
+  proposalsBySession.set(input.session, (proposalsBySession.get(input.session) ?? 0) + 1);
   const call = input.client.call(proposalOf(input));
   // A proposal abandoned at the timeout may still answer or fail later: nobody listens any more.
   call.catch(() => undefined);
@@ -69,6 +78,7 @@ export async function proposeOnce(input: {
   );
   try {
     const result: ToolResult = await Promise.race([call, timedOut]);
+    resultsBySession.set(input.session, (resultsBySession.get(input.session) ?? 0) + 1);
     return { kind: 'result', receivedAtMs: Date.now(), result };
   } catch (error) {
     return { kind: 'exception', receivedAtMs: Date.now(), message: messageOf(error) };

@@ -22,6 +22,8 @@ import {
   defaultAgentPatience,
   describeAnswer,
   proposalOf,
+  proposalsBySession,
+  resultsBySession,
   pursueIntent,
   runAgentLanes,
   shouldRetry,
@@ -232,12 +234,32 @@ export async function runChaosCampaign(input: {
     const fired = await faultsFired({ env, intents, callIdOf });
     const verdict = judgeChaosRun({ outcomes: [...phaseOne, ...pending], refunds });
     verdict.findings.push(...ledgerFindings({ before: orders, after: ordersAfter, refunds }));
+    // Each session charged once per proposal, whatever was killed between an admission's commit and
+    // the completion of its task: steps in the store never exceed the proposals the agent made, and
+    // every proposal answered with a result was a step.
+    let sessionsChecked = 0;
+    for (const [session, proposals] of proposalsBySession) {
+      const { steps } = await env.audit.sessions.stats({ session });
+      sessionsChecked++;
+      if (steps > proposals) {
+        verdict.findings.push(
+          `ledger: session ${session}: ${steps} steps charged for ${proposals} proposals`,
+        );
+      }
+      const results = resultsBySession.get(session) ?? 0;
+      if (steps < results) {
+        verdict.findings.push(
+          `session ${session}: ${steps} steps, fewer than its ${results} answered proposals`,
+        );
+      }
+    }
     const answers = [...phaseOne, ...pending].flatMap((outcome) => outcome.answers);
     const summary = [
       `worker: ${counts.starts} starts, ${counts.kills} SIGKILLs, ${counts.failedStarts} failed starts, ` +
         `${counts.unexpectedExits} exits by itself; a start took ${(counts.startMs / Math.max(1, counts.starts) / 1000).toFixed(1)} s on average`,
       `server: killed once with SIGKILL, back after ${((serverDownMs ?? 0) / 1000).toFixed(1)} s`,
       `agent: ${answers.length} proposals for ${intents.length} intents; answers ${tally(answers)}`,
+      `sessions: ${sessionsChecked} checked in the store, each charged at most once per proposal`,
       `faults fired: ${fired.lostResponses.fired} of ${fired.lostResponses.armed} lost responses, ` +
         `${fired.unavailable.fired} of ${fired.unavailable.armed} 503s armed`,
       `orders service: ${refunds.length} refunds, ${refunds.reduce((sum, refund) => sum + refund.amountCents, 0)} cents in all`,

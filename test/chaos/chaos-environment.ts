@@ -28,6 +28,7 @@ import {
   ToolGateClient,
   toolGateWorkflowBundle,
 } from 'toolgate';
+import type { AuditStore } from 'toolgate';
 import type { DevServer } from 'toolgate/testing';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { chaosApprover, chaosCallers, chaosPolicy } from './chaos-policy';
@@ -38,6 +39,8 @@ const portRetryAttempts = 20;
 /** What a chaos run uses; `restartServer` and `stop` are the only ways it changes. */
 export interface ChaosEnvironment {
   client: ToolGateClient;
+  /** The audit store the worker processes share: sessions' state is in it. */
+  audit: AuditStore;
   admin: ApprovalAdmin;
   orders: OrdersProcess;
   approverKey: KeyObject;
@@ -171,6 +174,7 @@ export async function startChaosEnvironment(input: {
     return {
       client,
       admin,
+      audit,
       orders,
       approverKey,
       workerConfig,

@@ -49,7 +49,12 @@ const workerStartTimeoutMs = 120_000;
 const workerStopTimeoutMs = 10_000;
 
 /** The callers of the run: one that needs a human for every refund, one that may refund alone. */
-export const clusterCallers = { approvee: 'support-bot', autonomous: 'cluster-refunder' } as const;
+export const clusterCallers = {
+  approvee: 'support-bot',
+  autonomous: 'cluster-refunder',
+  /** The default session limits (a step budget of 25): one session's calls split across the workers. */
+  reader: 'cluster-reader',
+} as const;
 export const clusterApprover = 'alice';
 
 /** Session guards lifted: the test counts refunds, not the loop guard (it has its own tests). */
@@ -72,6 +77,11 @@ const clusterPolicy: PolicyFileInput = {
       autonomy: 'critical',
       limits: { refund_order: { amount_cents: { max: 50_000 } } },
       session: unguarded,
+    },
+    [clusterCallers.reader]: {
+      publicKey: `callers/${clusterCallers.reader}.pub`,
+      tools: ['get_order'],
+      autonomy: 'read',
     },
   },
   approvers: {

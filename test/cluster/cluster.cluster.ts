@@ -96,6 +96,43 @@ describe('toolgate on a Temporal server on PostgreSQL, with two worker processes
     expect(await client.result(pending.callId, { wait: false })).toMatchObject({ code: 'OK' });
   });
 
+  it('admits exactly 25 of one session’s 40 parallel reads, split across the two workers, on PostgreSQL', async () => {
+    const { client, audit, temporal } = cluster();
+    const session = 'cluster-parallel-turn';
+    // One read, 40 intents: 40 calls of one session at once; the default budget is 25.
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        client.call({
+          session,
+          caller: clusterCallers.reader,
+          tool: 'get_order',
+          arguments: JSON.stringify({ order_id: 'ORD-1002' }),
+          intentId: `parallel-${index}`,
+        }),
+      ),
+    );
+    const codes = results.map((result) => result.code);
+    expect(codes.filter((code) => code === 'OK')).toHaveLength(25);
+    expect(codes.filter((code) => code === 'STEP_LIMIT')).toHaveLength(15);
+    expect(await client.sessionStats(session)).toMatchObject({
+      steps: 40,
+      codeCounts: { OK: 25, STEP_LIMIT: 15 },
+    });
+    const audited = (await audit.recordsOfSession(session)).map((record) => record.code);
+    expect(audited.filter((code) => code === 'OK')).toHaveLength(25);
+    expect(audited.filter((code) => code === 'STEP_LIMIT')).toHaveLength(15);
+    // Both workers decided some of them: the identity that completed each call's first task.
+    const identities = new Set<string>();
+    for (const result of results) {
+      const history = await temporal.workflow.getHandle(result.callId).fetchHistory();
+      const completed = history.events?.find((event) => event.workflowTaskCompletedEventAttributes);
+      const identity = completed?.workflowTaskCompletedEventAttributes?.identity;
+      if (identity) identities.add(identity);
+    }
+    log(`the 40 calls' first tasks ran on ${identities.size} worker(s)`);
+    expect(identities.size).toBe(2);
+  });
+
   it('finishes the calls in flight on the other worker when one is SIGKILLed, applying no refund twice', async () => {
     const { orders, workers } = cluster();
     const intents = Array.from({ length: inFlightIntents }, (_, index) => ({
