@@ -7,7 +7,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { SessionState } from './session-rules';
-import { emptySessionState, revivedSessionState, statsOfSession } from './session-rules';
+import { emptySessionState, revivedSessionState } from './session-rules';
 import type {
   SessionDecision,
   SessionNeeds,
@@ -15,7 +15,7 @@ import type {
   SessionStore,
   SessionWrite,
 } from './session-store';
-import { sessionChanges, summaryOf } from './session-store';
+import { sessionStoreOver } from './session-store';
 
 /** The session tables, in PostgreSQL's dialect (guards and grants come with the audit's tables). */
 export const postgresSessionSchema = `
@@ -137,49 +137,17 @@ export function postgresSessionStore(pool: Pool): SessionStore {
   };
   const latest = `SELECT DISTINCT ON (session) session, state, recorded_at, closed_at FROM session_states
     ORDER BY session, version DESC`;
-  const summaries = (rows: { session: string; state: string }[]) =>
-    rows.map((row) => summaryOf(row.session, revivedSessionState(JSON.parse(row.state) as SessionState)));
-  return {
-    admit: (request) =>
-      transact({ session: request.session, proposalId: request.proposalId }, (reads, now) =>
-        sessionChanges.admit(reads, request, request.now ?? now),
+  const rowsOf = async (sql: string, values: unknown[]) =>
+    (await pool.query<{ session: string; state: string }>(sql, values)).rows;
+  return sessionStoreOver({
+    transact,
+    latest: (session) => load(pool, session),
+    recent: (limit) =>
+      rowsOf(`SELECT session, state FROM (${latest}) latest ORDER BY recorded_at DESC LIMIT $1`, [limit]),
+    closed: (since, until) =>
+      rowsOf(
+        `SELECT session, state FROM (${latest}) latest WHERE closed_at >= $1 AND closed_at < $2 ORDER BY closed_at`,
+        [since, until],
       ),
-    countOutcome: (input) =>
-      transact(
-        {
-          session: input.session,
-          ...(input.runId !== undefined ? { outcome: { callId: input.callId, runId: input.runId } } : {}),
-        },
-        (reads, now) => sessionChanges.countOutcome(reads, input, input.now ?? now),
-      ),
-    end: (input) =>
-      transact({ session: input.session }, (reads, now) =>
-        sessionChanges.end(reads, input, input.now ?? now),
-      ),
-    reset: (input) => transact({ session: input.session }, (reads) => sessionChanges.reset(reads, input)),
-    stats: async (input) =>
-      statsOfSession({
-        session: input.session,
-        state: (await load(pool, input.session)).state,
-        ...(input.limits ? { limits: input.limits } : {}),
-      }),
-    list: async (input) =>
-      summaries(
-        (
-          await pool.query<{ session: string; state: string }>(
-            `SELECT session, state FROM (${latest}) latest ORDER BY recorded_at DESC LIMIT $1`,
-            [input?.limit ?? 50],
-          )
-        ).rows,
-      ),
-    closedBetween: async ({ since, until }) =>
-      summaries(
-        (
-          await pool.query<{ session: string; state: string }>(
-            `SELECT session, state FROM (${latest}) latest WHERE closed_at >= $1 AND closed_at < $2 ORDER BY closed_at`,
-            [since, until],
-          )
-        ).rows,
-      ),
-  };
+  });
 }

@@ -113,9 +113,25 @@ export function createSessionActivities(dependencies: SessionActivityDependencie
       ? { admitted: true as const }
       : { admitted: false as const, result: admission.result };
   };
-  const withinWindow = (issuedAt: string) => {
-    const at = Date.parse(issuedAt);
-    return Number.isFinite(at) && Math.abs(Date.now() - at) <= sessionOperationWindowMs;
+  /** Whether `claims` were signed with `publicKeyHex` as `kind` within the operation window. */
+  const signedRecently = (input: {
+    kind: 'session-end' | 'session-reset';
+    claims: { issuedAt: string };
+    signature: string;
+    publicKeyHex: string | undefined;
+  }): boolean => {
+    const at = Date.parse(input.claims.issuedAt);
+    return (
+      input.publicKeyHex !== undefined &&
+      Number.isFinite(at) &&
+      Math.abs(Date.now() - at) <= sessionOperationWindowMs &&
+      verifyWithNode({
+        kind: input.kind,
+        value: input.claims,
+        signature: input.signature,
+        publicKeyHex: input.publicKeyHex,
+      })
+    );
   };
 
   return {
@@ -140,12 +156,8 @@ export function createSessionActivities(dependencies: SessionActivityDependencie
           };
         case 'end': {
           const { claims, signature } = operation;
-          const key = dependencies.policy().snapshotFor(claims.caller).callerKeyHex;
-          if (
-            !key ||
-            !withinWindow(claims.issuedAt) ||
-            !verifyWithNode({ kind: 'session-end', value: claims, signature, publicKeyHex: key })
-          ) {
+          const publicKeyHex = dependencies.policy().snapshotFor(claims.caller).callerKeyHex || undefined;
+          if (!signedRecently({ kind: 'session-end', claims, signature, publicKeyHex })) {
             return {
               op: 'end',
               ok: false,
@@ -179,10 +191,7 @@ export function createSessionActivities(dependencies: SessionActivityDependencie
               message: `no operator "${claims.operator}" in the policy; a session's circuits are reset by an operator with their key`,
             };
           }
-          if (
-            !withinWindow(claims.issuedAt) ||
-            !verifyWithNode({ kind: 'session-reset', value: claims, signature, publicKeyHex: key })
-          ) {
+          if (!signedRecently({ kind: 'session-reset', claims, signature, publicKeyHex: key })) {
             return {
               op: 'reset',
               ok: false,

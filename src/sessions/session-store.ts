@@ -344,8 +344,34 @@ export function sqliteSessionStore(database: Database.Database): SessionStore {
         })
         .immediate(),
     );
-  const rows = (found: { session: string; state: string }[]) =>
-    found.map((row) => summaryOf(row.session, revivedSessionState(JSON.parse(row.state) as SessionState)));
+  return sessionStoreOver({
+    transact,
+    latest: (session) => Promise.resolve().then(() => load(session)),
+    recent: (limit) => Promise.resolve().then(() => recentSessions.all(limit)),
+    closed: (since, until) => Promise.resolve().then(() => closedSessions.all(since, until)),
+  });
+}
+
+/** What a database gives a session store: one transaction per change, and its reads. */
+export interface SessionBackend {
+  /** Reads what `needs` names, decides and appends the decision's rows, in one transaction. */
+  transact<T>(
+    needs: SessionNeeds,
+    decide: (reads: SessionReads, now: number) => SessionDecision<T>,
+  ): Promise<T>;
+  /** A session's latest state. */
+  latest(session: string): Promise<VersionedState>;
+  /** The latest state of the sessions most recently changed, newest first. */
+  recent(limit: number): Promise<{ session: string; state: string }[]>;
+  /** The latest state of the sessions closed in [since, until). */
+  closed(since: string, until: string): Promise<{ session: string; state: string }[]>;
+}
+
+/** The session store both databases share: every change is `sessionChanges`' rule in one transaction. */
+export function sessionStoreOver(backend: SessionBackend): SessionStore {
+  const transact: SessionBackend['transact'] = (needs, decide) => backend.transact(needs, decide);
+  const summaries = (rows: { session: string; state: string }[]) =>
+    rows.map((row) => summaryOf(row.session, revivedSessionState(JSON.parse(row.state) as SessionState)));
   return {
     admit: (request) =>
       transact({ session: request.session, proposalId: request.proposalId }, (reads, now) =>
@@ -364,16 +390,14 @@ export function sqliteSessionStore(database: Database.Database): SessionStore {
         sessionChanges.end(reads, input, input.now ?? now),
       ),
     reset: (input) => transact({ session: input.session }, (reads) => sessionChanges.reset(reads, input)),
-    stats: (input) =>
-      Promise.resolve().then(() =>
-        statsOfSession({
-          session: input.session,
-          state: load(input.session).state,
-          ...(input.limits ? { limits: input.limits } : {}),
-        }),
-      ),
-    list: (input) => Promise.resolve().then(() => rows(recentSessions.all(input?.limit ?? 50))),
-    closedBetween: ({ since, until }) => Promise.resolve().then(() => rows(closedSessions.all(since, until))),
+    stats: async (input) =>
+      statsOfSession({
+        session: input.session,
+        state: (await backend.latest(input.session)).state,
+        ...(input.limits ? { limits: input.limits } : {}),
+      }),
+    list: async (input) => summaries(await backend.recent(input?.limit ?? 50)),
+    closedBetween: async ({ since, until }) => summaries(await backend.closed(since, until)),
   };
 }
 
