@@ -8,8 +8,8 @@ export type {
   ExpectedCredentialScope,
   VerifyCredentialInput,
 } from './credentials/credential-token';
-export { maxCredentialSeconds } from './shared/approval';
-export type { CredentialClaims } from './shared/approval';
+export { maxCredentialSeconds } from './approvals/protocol';
+export type { CredentialClaims } from './approvals/protocol';
 export { canonicalJson, digestOf } from './shared/canonical-json';
 export { publicKeyHex, readPublicKeyHex } from './keys/key-files';
 // For a backend's own tests: a credential signed as the minter signs one (with a test key), or with

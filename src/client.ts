@@ -4,8 +4,8 @@ import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { z } from 'zod';
-import type { CancelOutcome } from './admin/cancel-call';
-import { cancelCall } from './admin/cancel-call';
+import type { CancelOutcome } from './calls/client';
+import { cancelCall } from './calls/client';
 import { overloadFailure, retryingTransient } from './connection/transient-retry';
 import type { AuditStore } from './audit/audit-store';
 import { admissionRefusalRecord } from './audit/audit-store';
@@ -25,25 +25,20 @@ import {
   isCallId,
   maxToolNameLength,
   proposalArgumentsDigest,
-} from './shared/proposal';
-import type { Proposal } from './shared/proposal';
-import type { CallContext } from './shared/call-context';
-import { checkContext } from './shared/call-context';
-import type { SessionStats, SessionSummary } from './shared/session';
+} from './calls/proposal';
+import type { Proposal } from './calls/proposal';
+import type { CallContext } from './calls/call-context';
+import { checkContext } from './calls/call-context';
+import type { SessionStats, SessionSummary } from './sessions/session';
 import type {
   SessionEndClaims,
   SessionOperation,
   SessionOperationAnswer,
   SessionResetClaims,
-} from './sessions/session-protocol';
-import { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/session-protocol';
-import {
-  callStateQuery,
-  defaultTaskQueue,
-  proposeUpdate,
-  searchAttributes,
-  toolCallWorkflowType,
-} from './shared/temporal';
+} from './sessions/protocol';
+import { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/protocol';
+import { callStateQuery, proposeUpdate, searchAttributes, toolCallWorkflowType } from './calls/protocol';
+import { defaultTaskQueue } from './shared/temporal';
 import type { ToolResult } from './shared/tool-result';
 import { rejection } from './shared/tool-result';
 import type { AnyToolContract, ToolContract, ToolInputSchema } from './tools/define-tool';

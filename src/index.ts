@@ -201,12 +201,12 @@ export { recordSelectionInSnapshot, selectionRecordOf } from './evals/selection-
 export type { SelectionRecord } from './evals/selection-record';
 
 // Approvers: decisions from code.
-export { ApprovalAdmin } from './admin/approvals';
-export { cancelCall } from './admin/cancel-call';
-export { listToolSwitches, setToolSwitch } from './admin/controls';
-export type { SwitchRefusal } from './admin/controls';
-export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './shared/controls';
-export { quotaUsageQuery, quotaWorkflowId } from './shared/quotas';
+export { ApprovalAdmin } from './approvals/client';
+export { cancelCall } from './calls/client';
+export { listToolSwitches, setToolSwitch } from './controls/client';
+export type { SwitchRefusal } from './controls/client';
+export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './controls/protocol';
+export { quotaUsageQuery, quotaWorkflowId } from './quotas/protocol';
 export {
   addGrant,
   cosignGrant,
@@ -214,8 +214,8 @@ export {
   revokeGrant,
   signGrant,
   submitGrantRevocation,
-} from './admin/grants';
-export { readGrants, readGrantUse } from './activities/grant-activities';
+} from './grants/client';
+export { readGrants, readGrantUse } from './grants/activities';
 export {
   addGrantUpdate,
   grantsQuery,
@@ -224,7 +224,7 @@ export {
   releaseGrantUpdate,
   revokeGrantUpdate,
   useGrantUpdate,
-} from './shared/grants';
+} from './grants/protocol';
 export type {
   GrantEvent,
   GrantReceipt,
@@ -238,9 +238,9 @@ export type {
   SignedGrant,
   SignedGrantRevocation,
   StandingGrant,
-} from './shared/grants';
-export { grantQuorum, judgeGrant } from './policy/grant-rules';
-export type { ApplicableQuota, QuotaUsage } from './shared/quotas';
+} from './grants/protocol';
+export { grantQuorum, judgeGrant } from './grants/rules';
+export type { ApplicableQuota, QuotaUsage } from './quotas/protocol';
 export type {
   ControlEvent,
   ControlsView,
@@ -248,9 +248,9 @@ export type {
   SignedSwitchChange,
   SwitchChange,
   SwitchReceipt,
-} from './shared/controls';
-export type { CancelOutcome } from './admin/cancel-call';
-export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './admin/approvals';
+} from './controls/protocol';
+export type { CancelOutcome } from './calls/client';
+export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './approvals/client';
 // Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.
 export {
   defaultConsoleUrl,
@@ -263,13 +263,13 @@ export {
   revokeApproverKey,
   sendEnrolment,
   signEnrolment,
-} from './admin/approver-keys';
+} from './approver-keys/client';
 export type {
   ApproverKeysTarget,
   CreatedInvite,
   RegistryOutcome,
   RegistryRefusal,
-} from './admin/approver-keys';
+} from './approver-keys/client';
 
 // Audit.
 export { openSqliteAuditStore } from './audit/audit-store';
@@ -302,15 +302,15 @@ export type { CliOutput, MainOptions as CliOptions } from './cli/main';
 // The wire protocol: what a client in another language, or your own workflow or worker code, uses to
 // talk to toolgate's workflows. Their types and ids, the messages each accepts, the proposal's caps
 // and call id, and the exact bytes every signature covers.
-export { toolCallWorkflowType } from './shared/temporal';
-export type { ToolCallInput } from './workflows/tool-call';
+export { toolCallWorkflowType } from './calls/protocol';
+export type { ToolCallInput } from './calls/workflow';
 export {
   callStateQuery,
   cancelUpdate,
   decideUpdate,
   proposeUpdate,
   searchAttributes,
-} from './shared/temporal';
+} from './calls/protocol';
 export type {
   ApprovalState,
   ApprovalView,
@@ -323,19 +323,19 @@ export type {
   ProposeRequest,
   ProposeResponse,
   SignedCancellation,
-} from './shared/temporal';
-export type { CallOutcome, OpenCircuit, SessionStats, SessionSummary } from './shared/session';
+} from './calls/protocol';
+export type { CallOutcome, OpenCircuit, SessionStats, SessionSummary } from './sessions/session';
 // Sessions are state in the audit store (issue 28): a call admits itself; the rest is one short operation.
-export { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/session-protocol';
+export { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/protocol';
 export type {
   SessionEndClaims,
   SessionOperation,
   SessionOperationAnswer,
   SessionResetClaims,
-} from './sessions/session-protocol';
-export type { SessionAdmission, SessionLimits } from './sessions/session-rules';
-export type { SessionStore } from './sessions/session-store';
-export { openSqliteSessionStore } from './sessions/session-store';
+} from './sessions/protocol';
+export type { SessionAdmission, SessionLimits } from './sessions/rules';
+export type { SessionStore } from './sessions/store';
+export { openSqliteSessionStore } from './sessions/store';
 export {
   capProposal,
   deriveCallId,
@@ -344,10 +344,10 @@ export {
   maxToolNameLength,
   maxUserMessageBytes,
   parseArguments,
-} from './shared/proposal';
-export type { ParsedArguments, Proposal } from './shared/proposal';
-export { checkContext, describeContext, maxContextClaims, maxContextIdLength } from './shared/call-context';
-export type { CallContext, ContextCheck, ContextSource } from './shared/call-context';
+} from './calls/proposal';
+export type { ParsedArguments, Proposal } from './calls/proposal';
+export { checkContext, describeContext, maxContextClaims, maxContextIdLength } from './calls/call-context';
+export type { CallContext, ContextCheck, ContextSource } from './calls/call-context';
 export {
   addInviteUpdate,
   approverKeysQuery,
@@ -357,7 +357,7 @@ export {
   keyIdOf,
   revokeKeyUpdate,
   verifyKeyChain,
-} from './shared/approver-keys';
+} from './approver-keys/protocol';
 export type {
   ApproverKeyStatus,
   ApproverKeysView,
@@ -374,13 +374,13 @@ export type {
   SignedInvite,
   SignedKeyRevocation,
   VerifiedKey,
-} from './shared/approver-keys';
-export type { ApproverKeysInput } from './workflows/approver-keys';
-export { approvalNonce } from './shared/approval';
-export type { DecisionEnvelope, SignedDecision } from './shared/approval';
+} from './approver-keys/protocol';
+export type { ApproverKeysInput } from './approver-keys/workflow';
+export { approvalNonce } from './approvals/protocol';
+export type { DecisionEnvelope, SignedDecision } from './approvals/protocol';
 export { signedText, verifySignature } from './shared/signatures';
 export type { SignatureCheck, SignedKind } from './shared/signatures';
 export { signValue } from './keys/key-files';
 // The activities toolgate's workflows call, by type: for workflow code of your own that calls them.
-export type { ToolCallActivities } from './activities/tool-call-activities';
-export type { ExecutionInput } from './shared/call-evaluation';
+export type { ToolCallActivities } from './calls/activities';
+export type { ExecutionInput } from './calls/call-evaluation';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { readApproverKeyStatus } from './admin/approver-keys';
+import { readApproverKeyStatus } from './approver-keys/client';
 import type { Worker } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
 import type { AuditStore } from './audit/audit-store';
@@ -13,7 +13,7 @@ import {
   temporalClientOn,
 } from './connection/temporal-connection';
 import { createCredentialMinter } from './credentials/credential-minter';
-import { readGrantUse } from './activities/grant-activities';
+import { readGrantUse } from './grants/activities';
 import type { CredentialMinter } from './credentials/credential-minter';
 import { keyPaths, readPrivateKey } from './keys/key-files';
 import { resolveNotifications } from './notifications/notification-config';

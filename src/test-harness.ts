@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { ApprovalAdmin } from './admin/approvals';
-import type { DecisionOutcome } from './admin/approvals';
+import { ApprovalAdmin } from './approvals/client';
+import type { DecisionOutcome } from './approvals/client';
 import { ToolGateClient } from './client';
 import type { LoadedConfig } from './config';
 import {

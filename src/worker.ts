@@ -10,13 +10,13 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
   OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
-import { createApproverKeyActivities } from './activities/approver-key-activities';
-import { createControlsActivities } from './activities/controls-activities';
-import { createQuotaActivities } from './activities/quota-activities';
-import { createGrantActivities } from './activities/grant-activities';
-import { createNotificationActivities } from './activities/notification-activities';
-import { createToolCallActivities } from './activities/tool-call-activities';
-import { createSessionActivities } from './sessions/session-activities';
+import { createApproverKeyActivities } from './approver-keys/activities';
+import { createControlsActivities } from './controls/activities';
+import { createQuotaActivities } from './quotas/activities';
+import { createGrantActivities } from './grants/activities';
+import { createNotificationActivities } from './notifications/activities';
+import { createToolCallActivities } from './calls/activities';
+import { createSessionActivities } from './sessions/activities';
 import type { AuditStore } from './audit/audit-store';
 import type { CredentialMinter } from './credentials/credential-minter';
 import type { ResolvedNotifications } from './notifications/notification-config';

@@ -49,9 +49,7 @@ export function toolGateWorkflowBundle(options: { traced?: boolean } = {}): { co
   const prebuilt = join(__dirname, traced ? prebuiltTracedBundleName : prebuiltBundleName);
   if (existsSync(prebuilt)) return { codePath: prebuilt };
   // The traced bundle is built on first use when the package did not ship it (from its built workflows).
-  const sources = ['index.ts', ...(traced ? ['index.js'] : [])].map((name) =>
-    join(__dirname, 'workflows', name),
-  );
+  const sources = ['workflows.ts', ...(traced ? ['workflows.js'] : [])].map((name) => join(__dirname, name));
   const workflowsPath = sources.find((path) => existsSync(path));
   if (workflowsPath === undefined) {
     throw new Error(`toolgate's workflow bundle is missing (${prebuilt}): reinstall the package`);

@@ -1,12 +1,13 @@
-import type { CallContext } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
 import { openSqliteFile } from './sqlite-file';
-import type { SessionStore } from '../sessions/session-store';
-import { sqliteSessionStore } from '../sessions/session-store';
-import { auditedRawArguments } from '../shared/proposal';
-import type { RegistryEvent } from '../shared/approver-keys';
-import type { ControlEvent } from '../shared/controls';
-import type { GrantEvent } from '../shared/grants';
-import type { AdmissionRefusal, DecisionAttempt, DecisionRecord } from '../shared/temporal';
+import type { SessionStore } from '../sessions/store';
+import { sqliteSessionStore } from '../sessions/store';
+import { auditedRawArguments } from '../calls/proposal';
+import type { RegistryEvent } from '../approver-keys/protocol';
+import type { ControlEvent } from '../controls/protocol';
+import type { GrantEvent } from '../grants/protocol';
+import type { DecisionRecord } from '../calls/protocol';
+import type { AdmissionRefusal, DecisionAttempt } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
 /** The final record of one run of one call; it outlives Temporal's retention. */

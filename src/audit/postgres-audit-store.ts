@@ -1,9 +1,9 @@
 import { Client, Pool } from 'pg';
 import type { PoolConfig } from 'pg';
 import { ConfigurationError } from '../policy/load-policy';
-import type { RegistryEvent } from '../shared/approver-keys';
-import type { ControlEvent } from '../shared/controls';
-import type { GrantEvent } from '../shared/grants';
+import type { RegistryEvent } from '../approver-keys/protocol';
+import type { ControlEvent } from '../controls/protocol';
+import type { GrantEvent } from '../grants/protocol';
 import type { DecisionAttempt } from '../shared/temporal';
 import type { AuditRecord, AuditStore, NotificationDelivery } from './audit-store';
 import { isGrantEvent, isSwitchEvent } from './audit-store';
@@ -11,7 +11,7 @@ import {
   postgresSessionSchema,
   postgresSessionStore,
   postgresSessionTables,
-} from '../sessions/postgres-session-store';
+} from '../sessions/postgres-store';
 
 // Any fixed number serves: every store takes the same lock around its DDL, so two workers starting
 // at once create the tables one after the other instead of failing on each other's catalog rows.

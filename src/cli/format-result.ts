@@ -1,4 +1,4 @@
-import type { ApprovalView } from '../shared/temporal';
+import type { ApprovalView } from '../calls/protocol';
 import type { ToolResult } from '../shared/tool-result';
 
 /** Renders a result for a person at a terminal: the code first, then what the model is told. */

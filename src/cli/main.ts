@@ -2,24 +2,24 @@
 // per command, and exitOverride/configureOutput, so `main` returns an exit code and writes through the
 // output it is given instead of calling process.exit: tests drive it in-process.
 import { Command, CommanderError } from 'commander';
-import { addApprovalCommands } from './approval-commands';
+import { addApprovalCommands } from '../approvals/commands';
 import { addAuditCommands } from './audit-commands';
-import { addApproverCommands } from './approver-commands';
-import { addCallCommands } from './call-commands';
+import { addApproverCommands } from '../approver-keys/commands';
+import { addCallCommands } from '../calls/commands';
 import { addCodecCommands } from './codec-commands';
 import type { CliContext, CliOutput, GlobalOptions } from './cli-context';
 import { addressOf } from './cli-context';
 import { addConsoleCommand } from './console-command';
-import { addControlsCommands } from './controls-commands';
+import { addControlsCommands } from '../controls/commands';
 import { addContractCommands } from './contract-commands';
 import { addDevCommand } from './dev-command';
 import { addEvalCommand } from './eval-command';
-import { addGrantCommands } from './grant-commands';
+import { addGrantCommands } from '../grants/commands';
 import { addKeyCommands } from './key-commands';
 import { addMcpCommands } from './mcp-commands';
 import { addMineCommand } from './mine-command';
 import { addReportCommand } from './report-command';
-import { addSessionCommands } from './session-commands';
+import { addSessionCommands } from '../sessions/commands';
 import { addWorkerCommand } from './worker-command';
 
 export type { CliOutput } from './cli-context';

@@ -1,10 +1,11 @@
-import type { CallContext } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
 import type { Client } from '@temporalio/client';
 import { QueryNotRegisteredError } from '@temporalio/client';
 import type { AuditRecord, AuditStore } from '../audit/audit-store';
-import type { CallState, DecisionAttempt } from '../shared/temporal';
-import { callStateQuery, searchAttributes } from '../shared/temporal';
-import { isCallId } from '../shared/proposal';
+import type { CallState } from '../calls/protocol';
+import type { DecisionAttempt } from '../shared/temporal';
+import { callStateQuery, searchAttributes } from '../calls/protocol';
+import { isCallId } from '../calls/proposal';
 
 /*
  * What the console's pages show, read from Temporal (pending calls, a call's state) and the audit

@@ -9,24 +9,24 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { limitBody } from '../connection/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { ApprovalAdmin } from '../admin/approvals';
-import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../admin/approver-keys';
-import { listGrants, submitGrantRevocation } from '../admin/grants';
+import { ApprovalAdmin } from '../approvals/client';
+import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../approver-keys/client';
+import { listGrants, submitGrantRevocation } from '../grants/client';
 import type { AuditStore } from '../audit/audit-store';
 import { authorityOf, defaultAllowedOrigins, isLoopbackHost, originAllowed } from '../mcp/http-access';
-import type { SignedDecision } from '../shared/approval';
-import type { ApproverKeysView, ApproverKeyView } from '../shared/approver-keys';
+import type { SignedDecision } from '../approvals/protocol';
+import type { ApproverKeysView, ApproverKeyView } from '../approver-keys/protocol';
 import {
   inviteStatusIn,
   isSignedEnrolment,
   memoisedKeyChainVerifier,
   verifyEnrolment,
   verifyKeyChain,
-} from '../shared/approver-keys';
+} from '../approver-keys/protocol';
 import type { ConsoleRefusalCode, RegistryRefusalCode } from '../shared/codes';
-import { decisionShapeProblem } from '../shared/decision-rules';
-import type { SignedGrantRevocation } from '../shared/grants';
-import { revocationShapeProblem, revokerName } from '../shared/grants';
+import { decisionShapeProblem } from '../approvals/decision-rules';
+import type { SignedGrantRevocation } from '../grants/protocol';
+import { revocationShapeProblem, revokerName } from '../grants/protocol';
 import { ownValue } from '../shared/own-records';
 import { verifySignature } from '../shared/signatures';
 import { defaultTaskQueue } from '../shared/temporal';

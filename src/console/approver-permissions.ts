@@ -3,7 +3,7 @@ import { riskRank } from '../tools/risk-levels';
 
 /*
  * What the signed-in approver may do with a call, in words, for the page: the same rules the
- * workflow applies to a signed decision (src/shared/decision-rules.ts), shown before the approver
+ * workflow applies to a signed decision (src/approvals/decision-rules.ts), shown before the approver
  * tries. Only a display: the console relays every decision and the workflow alone judges it. Pure.
  */
 

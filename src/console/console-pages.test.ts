@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApprovalView, CallState } from '../shared/temporal';
+import type { ApprovalView, CallState } from '../calls/protocol';
 import type { SignedIn } from './console-pages';
 import { callPage, jsonForScript } from './console-pages';
 

@@ -1,10 +1,10 @@
-import { describeContext } from '../shared/call-context';
+import { describeContext } from '../calls/call-context';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { ApproverView } from '../policy/load-policy';
-import type { InviteView } from '../shared/approver-keys';
-import type { GrantView } from '../shared/grants';
-import type { CallState } from '../shared/temporal';
+import type { InviteView } from '../approver-keys/protocol';
+import type { GrantView } from '../grants/protocol';
+import type { CallState } from '../calls/protocol';
 import type { HistoryEntry, PendingQueue, QueueFilter, RefusedAttempt } from './approval-queue';
 import type { DecisionPermission } from './approver-permissions';
 

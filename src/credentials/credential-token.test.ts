@@ -2,8 +2,8 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { credentialClockSkewSeconds, signCredential, verifyCredential } from './credential-token';
 import { publicKeyHex } from '../keys/key-files';
-import type { CredentialClaims } from '../shared/approval';
-import { maxCredentialSeconds } from '../shared/approval';
+import type { CredentialClaims } from '../approvals/protocol';
+import { maxCredentialSeconds } from '../approvals/protocol';
 
 const minterKeys = generateKeyPairSync('ed25519');
 const now = 1_800_000_000;

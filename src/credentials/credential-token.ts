@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { canonicalJson } from '../shared/canonical-json';
-import type { CredentialClaims } from '../shared/approval';
-import { maxCredentialSeconds } from '../shared/approval';
+import type { CredentialClaims } from '../approvals/protocol';
+import { maxCredentialSeconds } from '../approvals/protocol';
 import { verifySignature } from '../shared/signatures';
 import { signValue } from '../keys/key-files';
 

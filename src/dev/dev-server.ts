@@ -11,7 +11,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { msToTs, optionalTsToMs } from '@temporalio/common/lib/time';
 
-import { searchAttributes } from '../shared/temporal';
+import { searchAttributes } from '../calls/protocol';
 import { resolveTemporalCli } from './temporal-cli';
 
 const loopback = '127.0.0.1';

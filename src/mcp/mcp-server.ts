@@ -18,7 +18,7 @@ import type { ToolGateClient } from '../client';
 import { ConfigurationError } from '../policy/load-policy';
 import type { JsonSchema } from '../providers/json-schema';
 import { inputJsonSchema } from '../providers/json-schema';
-import type { CallContext } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
 import { isErrorResult } from '../providers/provider-calls';
 import type { ToolResult } from '../shared/tool-result';
 import type { AnyToolContract } from '../tools/define-tool';

@@ -19,8 +19,8 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigurationError } from '../policy/load-policy';
-import type { CallContext } from '../shared/call-context';
-import { checkContext, maxContextIdLength } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
+import { checkContext, maxContextIdLength } from '../calls/call-context';
 
 /** One token as the tokens file keeps it: never the token itself. */
 export interface McpTokenRecord {

@@ -4,7 +4,7 @@
 // mistakes into the suite).
 import type { AuditRecord } from '../audit/audit-store';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
-import { parseArguments } from '../shared/proposal';
+import { parseArguments } from '../calls/proposal';
 
 /**
  * The kinds of candidate in their value order, the order mining ranks them in: a hand-off to a human

@@ -1,6 +1,6 @@
 // How sessions ended, read from the audit store's sessions (issue 28): a session's end reason
 // (`handoff`, `idle`, ...) and when it closed are part of its state there, kept as long as the audit.
-import type { SessionStore } from '../sessions/session-store';
+import type { SessionStore } from '../sessions/store';
 import type { SessionEnd } from './mined-candidates';
 
 /**

@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../policy/load-policy';
 import { durationMs } from '../shared/durations';
-import type { ApprovalNotificationPlan } from '../shared/notifications';
+import type { ApprovalNotificationPlan } from './notices';
 
 /** Approval notifications in a config: where to post, and when (worker side only). */
 export interface NotificationsConfig {

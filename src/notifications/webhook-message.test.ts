@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApprovalNotice } from '../shared/notifications';
+import type { ApprovalNotice } from './notices';
 import { slackEscaped, webhookMessage } from './webhook-message';
 
 // A user tool's summary may carry model text, and an approver writes the denial's reason: neither may

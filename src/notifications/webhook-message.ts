@@ -1,4 +1,4 @@
-import type { ApprovalNotice, RoundEnding } from '../shared/notifications';
+import type { ApprovalNotice, RoundEnding } from './notices';
 
 /** The JSON a channel receives: Slack's `text` and `blocks`, then toolgate's own fields. */
 export interface WebhookMessage {

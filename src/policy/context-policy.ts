@@ -1,4 +1,4 @@
-import type { CallContext } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
 import type { CallerPolicy } from './policy-schema';
 
 /**

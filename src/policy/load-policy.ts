@@ -8,8 +8,8 @@ import { durationMs } from '../shared/durations';
 import { nameRecord, ownValue } from '../shared/own-records';
 import { unwrap } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
-import { defaultMaxApprovalWindow, maxApprovalWindowMs } from './approval-window';
-import type { ApplicableQuota } from '../shared/quotas';
+import { defaultMaxApprovalWindow, maxApprovalWindowMs } from '../approvals/approval-window';
+import type { ApplicableQuota } from '../quotas/protocol';
 import type { CallerPolicy, PolicyFile, Quota } from './policy-schema';
 import { policyFileSchema } from './policy-schema';
 

@@ -1,7 +1,7 @@
 // What every provider format shares: the caller's tools, and a turn's tool calls run through one
 // session, each as its own governed call, concurrently, answered in the order the model sent them.
 import type { ToolGateClient } from '../client';
-import type { CallContext } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
 import type { ToolResult } from '../shared/tool-result';
 import type { AnyToolContract } from '../tools/define-tool';
 import { absentOptionalNulls, openAIStrictJsonSchema } from './json-schema';

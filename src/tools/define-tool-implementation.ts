@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { CallContext } from '../shared/call-context';
+import type { CallContext } from '../calls/call-context';
 import type { AnyToolContract, ToolContract, ToolInputSchema } from './define-tool';
 import { declaresDomainCode, ToolDefinitionError } from './define-tool';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { ContextSource } from '../shared/call-context';
-import { isContextSource } from '../shared/call-context';
+import type { ContextSource } from '../calls/call-context';
+import { isContextSource } from '../calls/call-context';
 import { codePattern, isBuiltInCode } from '../shared/codes';
 import type { RiskLevel } from './risk-levels';
 import { riskLevels } from './risk-levels';

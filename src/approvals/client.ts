@@ -1,0 +1,237 @@
+import type { CallContext } from '../calls/call-context';
+import { randomUUID } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { AuditStore } from '../audit/audit-store';
+import { signValue } from '../keys/key-files';
+import type { DecisionEnvelope, SignedDecision } from './protocol';
+import type { KeyChain } from '../approver-keys/protocol';
+import { keyIdOf } from '../approver-keys/protocol';
+import { isCallId } from '../calls/proposal';
+import type { CallState, DecisionReceipt } from '../calls/protocol';
+import { callStateQuery, decideUpdate, searchAttributes } from '../calls/protocol';
+
+/** A call waiting for approval, as an approver's list shows it. */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  caller: string;
+  /** On whose behalf the call acts (end user, tenant, channel), when its harness said. */
+  context?: CallContext;
+  riskLevel: string;
+  preview: Record<string, unknown>;
+  expiresAt: string;
+  /** Milliseconds left before the approval window closes. */
+  timeLeftMs: number;
+  approvals: string[];
+  quorum: number;
+}
+
+/** A decision that changed nothing, with its decision code (or `CALL_NOT_FOUND`) and why. */
+export type DecisionRefusal = { accepted: false; code: string; message: string };
+
+/** The answer to a decision: accepted with the round's state, or refused with a decision code. */
+export type DecisionOutcome = ({ accepted: true } & DecisionReceipt) | DecisionRefusal;
+
+/**
+ * The approver's side: lists pending calls, shows one, and sends signed decisions. Every decision
+ * it is asked to send is logged to the audit store (when given) before the answer, accepted or
+ * refused, including those it does not send because the call has closed or does not exist.
+ */
+export class ApprovalAdmin {
+  private readonly client: Client;
+  private readonly audit: AuditStore | undefined;
+
+  private readonly taskQueue: string | undefined;
+
+  constructor(options: { client: Client; audit?: AuditStore; taskQueue?: string }) {
+    this.client = options.client;
+    this.audit = options.audit;
+    this.taskQueue = options.taskQueue;
+  }
+
+  /**
+   * Calls waiting for approval now (on this admin's task queue, when it has one), soonest expiry
+   * first. A call whose state cannot be read right now (no worker answers) is left out, not fatal.
+   */
+  async pending(options: { limit?: number } = {}): Promise<PendingApproval[]> {
+    const onQueue =
+      this.taskQueue !== undefined ? ` AND TaskQueue = "${this.taskQueue.replace(/"/g, '')}"` : '';
+    const query = `${searchAttributes.approvalState.name} = "pending" AND ExecutionStatus = "Running"${onQueue}`;
+    const found: PendingApproval[] = [];
+    for await (const execution of this.client.workflow.list({ query })) {
+      let state: CallState | null;
+      try {
+        state = await this.show(execution.workflowId);
+      } catch {
+        continue;
+      }
+      const approval = state?.approval;
+      if (!state || !approval || approval.state !== 'pending') continue;
+      found.push({
+        callId: execution.workflowId,
+        tool: state.tool,
+        caller: state.caller,
+        ...(state.context ? { context: state.context } : {}),
+        riskLevel: approval.riskLevel,
+        preview: approval.preview,
+        expiresAt: approval.expiresAt,
+        timeLeftMs: Math.max(0, Date.parse(approval.expiresAt) - Date.now()),
+        approvals: approval.approvals,
+        quorum: approval.quorum,
+      });
+      if (found.length >= (options.limit ?? 100)) break;
+    }
+    return found.sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+  }
+
+  /** A call's state: validated arguments, the rule that asked for approval, the round and the decision history. */
+  async show(callId: string): Promise<CallState | null> {
+    // A workflow that is not a call (a session, the grants, the controls) holds no call state.
+    if (!isCallId(callId)) return null;
+    try {
+      return await this.client.workflow.getHandle(callId).query(callStateQuery);
+    } catch (error) {
+      if ((error as Error).name === 'WorkflowNotFoundError') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Signs a decision for the call's open round with the approver's own key and sends it: the
+   * policy's key, or an enrolled key, whose chain (`key`, see `keyChainOf`) then travels with the
+   * decision. A call with no open round (decided, expired, closed, or not there) is refused without
+   * sending, and the refusal is logged like any other attempt.
+   */
+  async decide(input: {
+    callId: string;
+    approver: string;
+    privateKey: KeyObject;
+    /** The chain of the enrolled key `privateKey` is; absent when it is the approver's key in the policy. */
+    key?: KeyChain;
+    decision: 'approve' | 'deny';
+    reason: string;
+  }): Promise<DecisionOutcome> {
+    const state = await this.show(input.callId);
+    const approval = state?.approval;
+    if (!state || !approval || approval.state !== 'pending') {
+      const outcome = closedCallRefusal({ callId: input.callId, state });
+      // Nothing was signed or sent: the attempt names the run of the call's last round ('' when it had none).
+      await this.audit?.appendDecisionAttempt({
+        updateId: randomUUID(),
+        callId: input.callId,
+        runId: approval?.runId ?? '',
+        approver: input.approver,
+        decision: input.decision,
+        outcome: outcome.code,
+        source: 'admin',
+        envelope: null,
+      });
+      return outcome;
+    }
+    const envelope: DecisionEnvelope = {
+      callId: input.callId,
+      runId: approval.runId,
+      nonce: approval.nonce,
+      argsDigest: approval.argsDigest,
+      previewDigest: approval.previewDigest,
+      contractDigest: approval.contractDigest,
+      decision: input.decision,
+      approver: input.approver,
+      reason: input.reason,
+      issuedAt: new Date().toISOString(),
+    };
+    const signed: SignedDecision = {
+      envelope,
+      signature: signValue({ kind: 'decision', value: envelope, privateKey: input.privateKey }),
+      ...(input.key ? { key: input.key } : {}),
+    };
+    return this.send({ callId: input.callId, decision: signed });
+  }
+
+  /**
+   * Sends an already signed decision (as a remote approver would, or the console relaying what an
+   * approver's browser signed, its key's chain attached) and logs the attempt.
+   */
+  async send(input: { callId: string; decision: SignedDecision }): Promise<DecisionOutcome> {
+    const updateId = randomUUID();
+    let outcome: DecisionOutcome;
+    if (!isCallId(input.callId)) {
+      outcome = closedCallRefusal({ callId: input.callId, state: null });
+    } else {
+      try {
+        const receipt = await this.client.workflow
+          .getHandle(input.callId)
+          .executeUpdate(decideUpdate, { args: [input.decision], updateId });
+        outcome = { ...receipt, accepted: true };
+      } catch (error) {
+        outcome = refusalOf(error) ?? (await this.closedRunRefusal(input.callId));
+      }
+    }
+    await this.audit?.appendDecisionAttempt({
+      updateId,
+      callId: input.callId,
+      runId: input.decision.envelope.runId,
+      approver: input.decision.envelope.approver,
+      decision: input.decision.envelope.decision,
+      outcome: outcome.accepted ? 'accepted' : outcome.code,
+      source: 'admin',
+      envelope: input.decision.envelope,
+      ...enrolledKeyId(input.decision),
+    });
+    return outcome;
+  }
+
+  /** No run took the decision: says why from the call's last state (decided when it cannot be read). */
+  private async closedRunRefusal(callId: string): Promise<DecisionRefusal> {
+    let state: CallState | null;
+    try {
+      state = await this.show(callId);
+    } catch {
+      return { accepted: false, code: 'ALREADY_DECIDED', message: 'ALREADY_DECIDED: this call has closed' };
+    }
+    return closedCallRefusal({ callId, state });
+  }
+}
+
+/** The enrolled key a decision says it was signed with, for the audit (nothing when it names none). */
+function enrolledKeyId(decision: SignedDecision): { keyId?: string } {
+  const publicKeyHex = (
+    decision.key as { enrolment?: { enrolment?: { publicKeyHex?: unknown } } } | undefined
+  )?.enrolment?.enrolment?.publicKeyHex;
+  return typeof publicKeyHex === 'string' ? { keyId: keyIdOf(publicKeyHex) } : {};
+}
+
+/** The workflow's refusal of a decision; undefined when no run took it (the run has closed, or never was). */
+function refusalOf(error: unknown): DecisionRefusal | undefined {
+  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
+  if (cause?.type) return { accepted: false, code: cause.type, message: cause.message ?? cause.type };
+  const message = error instanceof Error ? error.message : String(error);
+  const notFound = error instanceof Error && error.name === 'WorkflowNotFoundError';
+  if (notFound || /completed|closed|not found/i.test(message)) {
+    return undefined;
+  }
+  throw error;
+}
+
+/**
+ * Why a call with no open round takes no decision: it does not exist, it expired, its round was
+ * superseded (the tool's contract changed; a new round may open), or it was decided.
+ */
+function closedCallRefusal(input: { callId: string; state: CallState | null }): DecisionRefusal {
+  if (!input.state) {
+    return { accepted: false, code: 'CALL_NOT_FOUND', message: `No call ${input.callId} is visible to you.` };
+  }
+  const approval = input.state.approval;
+  if (approval?.state === 'superseded') {
+    const why = approval.supersededBecause ?? "the tool's contract changed";
+    return {
+      accepted: false,
+      code: 'CONTRACT_CHANGED',
+      message: `CONTRACT_CHANGED: ${why}: open the call again to see the new round`,
+    };
+  }
+  // An expiry is never reported as a decision: the approver is told the window closed.
+  const code = input.state.approval?.state === 'expired' ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED';
+  return { accepted: false, code, message: `${code}: this call has no open approval` };
+}

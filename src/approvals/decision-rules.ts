@@ -1,0 +1,213 @@
+import type { RiskLevel } from '../tools/risk-levels';
+import { riskRank } from '../tools/risk-levels';
+import type { DecisionEnvelope, SignedDecision } from './protocol';
+import { maxDecisionReasonLength } from './protocol';
+import type { VerifiedKey } from '../approver-keys/protocol';
+import { verifyKeyChain } from '../approver-keys/protocol';
+import type { DecisionRefusalCode } from '../shared/codes';
+import { ownValue } from '../shared/own-records';
+import { verifySignature } from '../shared/signatures';
+
+/*
+ * The rules that decide whether an approver's signed decision holds for an approval round, written
+ * once for the call workflow's update validator and the credential minter. Pure and sandbox-safe: no
+ * Node built-ins, no clock; signatures are checked by the pure-JS verifier. The round's own state
+ * (open, expired, already decided) is the workflow's to check, not these rules'.
+ */
+
+/** What a round binds a decision to: the call, run, nonce and digests it must name, the call's risk level and its caller. */
+export interface RoundBinding {
+  callId: string;
+  runId: string;
+  nonce: string;
+  argsDigest: string;
+  previewDigest: string;
+  /** The tool's contract the round was opened under (the minter's: the one its own registry holds). */
+  contractDigest: string;
+  riskLevel: RiskLevel;
+  caller: string;
+}
+
+/** What the policy grants an approver: the key their decisions verify with, the highest level, the callers they operate. */
+export interface ApproverGrant {
+  publicKeyHex: string;
+  maxLevel: RiskLevel;
+  operates: readonly string[];
+}
+
+/** What this round has already counted: every signature used, and every approver who approved. */
+export interface DecidedBy {
+  signatures: readonly string[];
+  approvers: readonly string[];
+}
+
+/** Whether a decision holds for the round: its envelope when it does, otherwise the code and reason the approver is told. */
+export type DecisionJudgement =
+  | {
+      ok: true;
+      envelope: DecisionEnvelope;
+      /** The enrolled key it was signed with; the registry must still say it is enrolled and not revoked. */
+      key?: VerifiedKey;
+    }
+  | { ok: false; code: DecisionRefusalCode; reason: string };
+
+// Every field of an envelope, each a string: a field added to DecisionEnvelope does not compile here
+// until it is listed, and so checked.
+const envelopeFields: Record<keyof DecisionEnvelope, true> = {
+  callId: true,
+  runId: true,
+  nonce: true,
+  argsDigest: true,
+  previewDigest: true,
+  contractDigest: true,
+  decision: true,
+  approver: true,
+  reason: true,
+  issuedAt: true,
+};
+
+/** The fields a signed decision may carry besides its envelope's. */
+const signedDecisionFields = new Set(['envelope', 'signature', 'key']);
+
+/**
+ * What keeps `value` from being a signed decision, or undefined when it is one: a string signature,
+ * an optional key chain, nothing else; an envelope with exactly the envelope's fields, each a string
+ * (so `["alice"]` never passes for `alice`, and nothing unsigned-for rides along), and a reason of at
+ * most `maxDecisionReasonLength` characters. Never throws.
+ */
+export function decisionShapeProblem(value: unknown): string | undefined {
+  if (!isRecord(value) || typeof value.signature !== 'string') return 'expected {envelope, signature}';
+  if (value.key !== undefined && !isRecord(value.key)) return 'its key chain is not an object';
+  const extra = Object.keys(value).filter((field) => !signedDecisionFields.has(field));
+  if (extra.length) return `it has fields a decision does not have: ${extra.slice(0, 5).join(', ')}`;
+  const envelope = value.envelope;
+  if (!isRecord(envelope)) return 'its envelope is not an object';
+  const missing = Object.keys(envelopeFields).filter((field) => typeof envelope[field] !== 'string');
+  if (missing.length) return `envelope fields that are not strings: ${missing.join(', ')}`;
+  const unknown = Object.keys(envelope).filter((field) => !Object.hasOwn(envelopeFields, field));
+  if (unknown.length) return `envelope fields a decision does not have: ${unknown.slice(0, 5).join(', ')}`;
+  const reason = envelope.reason as string;
+  if (reason.length > maxDecisionReasonLength) {
+    return `its reason is ${reason.length} characters; give one of at most ${maxDecisionReasonLength}`;
+  }
+  return undefined;
+}
+
+/**
+ * True when `value` has the shape of a signed decision (see `decisionShapeProblem`). The workflow asks
+ * it before its round checks, so a malformed decision is `SIGNATURE_INVALID` whatever the round's state.
+ */
+export function isSignedDecision(value: unknown): value is SignedDecision {
+  return decisionShapeProblem(value) === undefined;
+}
+
+/**
+ * Judges one decision against one round, in this order: shape, approver known (own properties of
+ * `approvers` only, so `constructor` or `__proto__` is nobody), signature by that approver's key (the
+ * policy's, or, with a key chain, the enrolled key once the chain verifies against `operators`),
+ * grant covers the risk level, approver does not operate the caller, bound to this call and run and to
+ * the round's tool contract (`CONTRACT_CHANGED`: signed for another definition of the tool), then to
+ * its nonce and digests, not already counted in this round, `approve` or `deny`. The first rule
+ * broken is the answer. Pure; never throws, whatever `decision` is.
+ */
+export function judgeDecision(input: {
+  decision: unknown;
+  round: RoundBinding;
+  /** The policy's approvers by name; undefined when none are known (then every approver is unknown). */
+  approvers: Readonly<Record<string, ApproverGrant>> | undefined;
+  /** The policy's operators' public keys by name: an enrolled key's invite must be signed by one (none: no chain holds). */
+  operators?: Readonly<Record<string, string>> | undefined;
+  decidedBy: DecidedBy;
+  /** How a key chain is verified: `verifyKeyChain` unless given one with the same verdicts (the workflow's memoised one). */
+  verifyChain?: typeof verifyKeyChain;
+}): DecisionJudgement {
+  const { round } = input;
+  const problem = decisionShapeProblem(input.decision);
+  if (problem !== undefined) return refused('SIGNATURE_INVALID', `not a signed decision: ${problem}`);
+  const decision = input.decision as SignedDecision;
+  const { envelope } = decision;
+  const approver = ownValue(input.approvers, envelope.approver);
+  if (!approver) return refused('APPROVER_UNKNOWN', 'no such approver');
+  let key: VerifiedKey | undefined;
+  if (decision.key !== undefined) {
+    const chain = (input.verifyChain ?? verifyKeyChain)({
+      chain: decision.key,
+      operators: input.operators,
+      approver: envelope.approver,
+    });
+    if (!chain.ok) return refused('SIGNATURE_INVALID', `the key's chain does not hold: ${chain.reason}`);
+    key = chain.key;
+  }
+  const signed = verifySignature({
+    kind: 'decision',
+    value: envelope,
+    signature: decision.signature,
+    publicKeyHex: key ? key.publicKeyHex : approver.publicKeyHex,
+  });
+  if (!signed) return refused('SIGNATURE_INVALID', "not signed with the approver's key");
+  // A round whose level is not a known one is beyond every grant: the check fails closed.
+  const needed = riskRank(round.riskLevel);
+  if (needed < 0 || riskRank(approver.maxLevel) < needed) {
+    return refused(
+      'APPROVER_NOT_ALLOWED',
+      `${envelope.approver} may approve up to "${approver.maxLevel}", this call is "${round.riskLevel}"`,
+    );
+  }
+  if (approver.operates.includes(round.caller)) {
+    return refused(
+      'SELF_APPROVAL',
+      `${envelope.approver} operates ${round.caller} and may not approve its calls`,
+    );
+  }
+  const sameRun = envelope.callId === round.callId && envelope.runId === round.runId;
+  if (sameRun && envelope.contractDigest !== round.contractDigest) {
+    return refused('CONTRACT_CHANGED', contractChangedReason);
+  }
+  const bound =
+    sameRun &&
+    envelope.nonce === round.nonce &&
+    envelope.argsDigest === round.argsDigest &&
+    envelope.previewDigest === round.previewDigest;
+  if (!bound) {
+    return refused(
+      'DIGEST_MISMATCH',
+      'the decision is not for this round: call, run, nonce, arguments, preview and contract must all match',
+    );
+  }
+  if (
+    input.decidedBy.signatures.includes(decision.signature) ||
+    input.decidedBy.approvers.includes(envelope.approver)
+  ) {
+    return refused('DECISION_REPLAYED', 'this approver already decided this round');
+  }
+  if (envelope.decision !== 'approve' && envelope.decision !== 'deny') {
+    return refused('SIGNATURE_INVALID', 'a decision is "approve" or "deny"');
+  }
+  return key ? { ok: true, envelope, key } : { ok: true, envelope };
+}
+
+/** What an approver is told when their decision names another tool contract than the round's. */
+const contractChangedReason =
+  "the tool's contract changed: this decision was signed for another definition of the tool than " +
+  "this round's; open the call again to see the new round";
+
+/** The approvers who approved, each once, in the order they first appear: nobody counts twice toward a quorum. */
+export function distinctApprovers(approvers: readonly string[]): string[] {
+  return [...new Set(approvers)];
+}
+
+/**
+ * True when at least `quorum` distinct approvers approved. A quorum below one counts as one, so
+ * nothing is ever approved by nobody.
+ */
+export function quorumReached(input: { approvers: readonly string[]; quorum: number }): boolean {
+  return distinctApprovers(input.approvers).length >= Math.max(1, input.quorum);
+}
+
+function refused(code: DecisionRefusalCode, reason: string): DecisionJudgement {
+  return { ok: false, code, reason };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,611 @@
+import {
+  ApplicationFailure,
+  condition,
+  currentUpdateInfo,
+  proxyLocalActivities,
+  proxySinks,
+  setHandler,
+} from '@temporalio/workflow';
+import type { ApproverKeyActivities } from '../approver-keys/activities';
+import type { ToolCallActivities } from '../calls/activities';
+import type { ApproverKeyStatus, KnownKeyRefusal, VerifiedKey } from '../approver-keys/protocol';
+import { keyIdOf, LearnedKeyStatuses, memoisedKeyChainVerifier } from '../approver-keys/protocol';
+import type { ApproverGrant } from './decision-rules';
+import type { ExecutionApproval, SignedDecision } from './protocol';
+import { approvalNonce } from './protocol';
+import type { ApprovalRequirement } from '../calls/call-evaluation';
+import { digestOf } from '../shared/canonical-json';
+import type { DecisionRefusalCode } from '../shared/codes';
+import type { RoundEnding } from '../notifications/notices';
+import { decisionShapeProblem, judgeDecision } from './decision-rules';
+import type {
+  ApprovalState,
+  ApprovalView,
+  CallState,
+  DecisionReceipt,
+  RoundSupersession,
+} from '../calls/protocol';
+import type { ToolGateSinks } from '../shared/temporal';
+import { decideUpdate } from '../calls/protocol';
+import type { RiskLevel } from '../tools/risk-levels';
+
+/**
+ * How an approval ended: approved (what the minter gets), or why the call stops. `approval` is absent
+ * only when the call, judged again after a contract deploy, no longer needs one.
+ */
+export type ApprovalOutcome<Stop> =
+  | { ok: true; approval?: ExecutionApproval }
+  | { ok: false; ended: 'expired'; expiresAt: string }
+  | { ok: false; ended: 'denied'; approver: string; reason: string }
+  | { ok: false; ended: 'stopped'; stop: Stop };
+
+// The registry lookup of an enrolled key: a local activity, so its answer is recorded for replay.
+const keyActivities = proxyLocalActivities<ApproverKeyActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 3, initialInterval: '200ms' },
+});
+
+/** What a round asks approvers to approve: one call's arguments and risk level, under one tool contract. */
+export interface ApprovalSubject {
+  tool: string;
+  args: Record<string, unknown>;
+  riskLevel: RiskLevel;
+  /** The contract the call was evaluated under (its recorded evaluation's `contractDigest`). */
+  contractDigest: string;
+  requirement: ApprovalRequirement;
+}
+
+/**
+ * The call judged again under the contract the worker holds now (steps 1 to 5 once more): still in
+ * need of approval (`subject`), free to go on without it (`subject` undefined), or stopped.
+ */
+export type JudgedAgain<Stop> =
+  { ok: true; subject: ApprovalSubject | undefined } | { ok: false; stop: Stop };
+
+// The worker's contract of a tool now: a local activity, so its answer is recorded for replay.
+const contractActivities = proxyLocalActivities<Pick<ToolCallActivities, 'currentContractDigest'>>({
+  startToCloseTimeout: '5s',
+  retry: { maximumAttempts: 3, initialInterval: '200ms' },
+});
+
+/** Why a round no longer holds when the worker's contract of its tool is not the one it was opened under. */
+function contractChangedReason(tool: string): string {
+  return `the contract of ${tool} changed in a deploy while the call waited`;
+}
+
+/**
+ * How many decisions signed with enrolled keys of one invite a round lets reach its handler unverified
+ * (in flight, or refused there: the registry said unknown or revoked, or did not answer) before its
+ * validator takes that invite's keys only when this call already saw the registry vouch for them.
+ * Each refusal in the handler is an accepted update, ~6 events of history, so without a cap a holder
+ * of many keys the validator cannot judge (chains that verify, through an invite still open) could
+ * fill the call's history and exhaust its update budget. The count is per invite, so a flood of keys
+ * minted on one leaked invite stops that invite only, never another approver's newly enrolled key; it
+ * counts an attempt before the handler awaits the registry, so a burst of updates sees its own
+ * attempts. A key already verified enrolled in this call is always let through; a new round starts
+ * a new count.
+ */
+const maxKeyAttemptsPerInvite = 16;
+
+/** One round: the preview an approver signs for, the contract it is bound to, the decisions taken, its expiry. */
+class ApprovalRound {
+  readonly number: number;
+  readonly runId: string;
+  readonly tool: string;
+  readonly argsDigest: string;
+  readonly contractDigest: string;
+  readonly preview: Record<string, unknown>;
+  readonly riskLevel: RiskLevel;
+  readonly quorum: number;
+  readonly nonce: string;
+  readonly previewDigest: string;
+  readonly expiresAtMs: number;
+  readonly supersedes: RoundSupersession | undefined;
+  state: ApprovalView['state'] = 'pending';
+  readonly approvals: string[] = [];
+  readonly accepted: SignedDecision[] = [];
+  readonly usedSignatures: string[] = [];
+  /** Per invite id, decisions signed with its enrolled keys that the handler is asking about or refused. */
+  readonly keyAttempts = new Map<string, number>();
+  denial?: { approver: string; reason: string };
+  /** Set when the round closed without a decision that counts: why it no longer holds. */
+  supersededBecause?: string;
+  /** Set when the call was cancelled (or its tool disabled) while the round was open: by whom and why. */
+  cancelledBecause?: string;
+
+  constructor(input: {
+    number: number;
+    runId: string;
+    subject: ApprovalSubject;
+    preview: Record<string, unknown>;
+    supersedes?: RoundSupersession;
+  }) {
+    const { subject } = input;
+    this.number = input.number;
+    this.runId = input.runId;
+    this.tool = subject.tool;
+    this.argsDigest = digestOf(subject.args);
+    this.contractDigest = subject.contractDigest;
+    this.preview = input.preview;
+    this.riskLevel = subject.riskLevel;
+    this.quorum = subject.requirement.quorum;
+    this.supersedes = input.supersedes;
+    this.previewDigest = digestOf(input.preview);
+    this.nonce = approvalNonce({
+      runId: input.runId,
+      round: input.number,
+      previewDigest: this.previewDigest,
+    });
+    this.expiresAtMs = Date.now() + subject.requirement.windowMs;
+  }
+
+  get expiresAt(): string {
+    return new Date(this.expiresAtMs).toISOString();
+  }
+
+  get decided(): boolean {
+    return this.denial !== undefined || this.approvals.length >= this.quorum;
+  }
+
+  /** Applies an accepted decision: a denial ends the round, approvals count towards the quorum. */
+  apply(decision: SignedDecision): DecisionReceipt {
+    this.usedSignatures.push(decision.signature);
+    const { envelope } = decision;
+    if (envelope.decision === 'deny') {
+      this.denial = { approver: envelope.approver, reason: envelope.reason };
+      this.state = 'denied';
+    } else {
+      this.approvals.push(envelope.approver);
+      this.accepted.push(decision);
+      if (this.approvals.length >= this.quorum) this.state = 'approved';
+    }
+    return { accepted: true, state: this.state, approvals: [...this.approvals], quorum: this.quorum };
+  }
+
+  view(): ApprovalView {
+    return {
+      round: this.number,
+      nonce: this.nonce,
+      runId: this.runId,
+      argsDigest: this.argsDigest,
+      previewDigest: this.previewDigest,
+      contractDigest: this.contractDigest,
+      preview: this.preview,
+      riskLevel: this.riskLevel,
+      quorum: this.quorum,
+      approvals: [...this.approvals],
+      expiresAt: this.expiresAt,
+      state: this.state,
+      ...(this.supersededBecause !== undefined ? { supersededBecause: this.supersededBecause } : {}),
+      ...(this.cancelledBecause !== undefined ? { cancelledBecause: this.cancelledBecause } : {}),
+      ...(this.supersedes ? { supersedes: this.supersedes } : {}),
+    };
+  }
+}
+
+/**
+ * A call's human approval (docs/design.md step 7): rounds, each bound to the run, a nonce and the digests
+ * of the arguments, of the preview the approvers read and of the tool's contract; the decision
+ * validator; quorum, denial and expiry; and a new round when the world changed while the call waited
+ * (the re-checked preview differs from the approved one, or a deploy changed the tool's contract: the
+ * worker is asked for it with every decision that passes the validator, and once more before
+ * execution). Decisions that do not hold are refused by the update's validator with their decision
+ * code and leave no trace in history; the sink audits them. Only an enrolled key the registry must be
+ * asked about reaches the handler first; what it answers is learned, and the refusals a round takes
+ * there are capped, so such keys cannot flood the history either.
+ */
+export class CallApprovals {
+  private round?: ApprovalRound;
+  private readonly sinks = proxySinks<ToolGateSinks>();
+  /**
+   * What the registry's recorded answers taught this call (revoked keys, invites that enrol no other
+   * key): fed by the handler only, so a replay rebuilds it; read by the validator, whose refusals
+   * write no history.
+   */
+  private readonly learnedKeys = new LearnedKeyStatuses();
+  /** A chain sent again (a flood reuses one) costs a digest, not three Ed25519 verifications. */
+  private readonly verifyChain = memoisedKeyChainVerifier({ maxEntries: 128 });
+
+  constructor(
+    private readonly call: {
+      callId: string;
+      runId: string;
+      caller: string;
+      /** The call's queryable state: the round's view and the accepted decisions are kept there. */
+      state: CallState;
+      /** Every approver's key and grants, as recorded by the call's evaluation. */
+      approvers: () => Record<string, ApproverGrant> | undefined;
+      /** Every operator's public key, as recorded by the call's evaluation (enrolled keys' chains verify with them). */
+      operators: () => Record<string, string> | undefined;
+      /** Writes the `ApprovalState` search attribute. */
+      onStateChange: (state: ApprovalState) => void;
+      /** Why the call stops waiting whatever is decided (cancelled, or its tool turned off); undefined while it waits. */
+      interrupted?: () => string | undefined;
+    },
+  ) {
+    setHandler(decideUpdate, (decision) => this.decide(decision), {
+      validator: (decision: SignedDecision) => this.validate(decision),
+    });
+  }
+
+  /**
+   * Asks for approval until a round is approved with the same preview and the same tool contract that
+   * would now run, or the call stops. `preview` and `recheck` are the pipeline's own steps;
+   * `judgeAgain` evaluates the call again under the contract the worker holds now (after a deploy
+   * while it waited); `onOpen` tells the agent; `onEnd` hears how each round ended (notifications).
+   *
+   * A contract change closes the round (a decision that sees it, or the check before execution) and
+   * judges the call again: a refusal stops it; a call that still needs approval is checked and
+   * previewed again and asked in a new round bound to the new contract; one that no longer needs it
+   * (the new contract or policy lets the caller act alone) is checked again and goes on without it,
+   * as any call evaluated under that contract would.
+   */
+  async obtain<Stop>(input: {
+    subject: ApprovalSubject;
+    preview: () => Promise<{ ok: true; preview: Record<string, unknown> } | { ok: false; stop: Stop }>;
+    recheck: () => Promise<Stop | undefined>;
+    judgeAgain: () => Promise<JudgedAgain<Stop>>;
+    onOpen: (round: ApprovalView) => void;
+    onEnd?: (round: ApprovalView, ending: RoundEnding) => void;
+    /**
+     * Why the call must stop while it waits (cancelled by its caller or an operator), with its answer;
+     * undefined while it may go on. Asked while a round is open: a round it interrupts closes
+     * `cancelled` unless it was decided in the same breath (the pipeline asks again before execution).
+     */
+    interruption?: () => { reason: string; stop: () => Stop } | undefined;
+  }): Promise<ApprovalOutcome<Stop>> {
+    let subject = input.subject;
+    let previewed = await input.preview();
+    let supersedes: RoundSupersession | undefined;
+    for (let number = 1; ; number++) {
+      if (!previewed.ok) return { ok: false, ended: 'stopped', stop: previewed.stop };
+      const round = new ApprovalRound({
+        number,
+        runId: this.call.runId,
+        subject,
+        preview: previewed.preview,
+        ...(supersedes ? { supersedes } : {}),
+      });
+      this.open(round);
+      input.onOpen(round.view());
+      const ended = await condition(
+        () => round.decided || round.supersededBecause !== undefined || input.interruption?.() !== undefined,
+        subject.requirement.windowMs,
+      );
+      this.round = undefined;
+      let changed = round.supersededBecause;
+      const interruption = round.decided || changed !== undefined ? undefined : input.interruption?.();
+      if (interruption !== undefined) {
+        round.cancelledBecause = interruption.reason;
+        this.settle(round, 'cancelled');
+        input.onEnd?.(round.view(), { state: 'cancelled', reason: interruption.reason });
+        return { ok: false, ended: 'stopped', stop: interruption.stop() };
+      }
+      if (changed !== undefined) {
+        // A decision found the contract changed: the handler closed the round already.
+        input.onEnd?.(round.view(), { state: 'superseded', reason: changed });
+      } else if (!ended) {
+        this.settle(round, 'expired');
+        input.onEnd?.(round.view(), { state: 'expired' });
+        return { ok: false, ended: 'expired', expiresAt: round.expiresAt };
+      } else if (round.denial) {
+        this.settle(round, 'denied');
+        input.onEnd?.(round.view(), { state: 'denied', ...round.denial });
+        return { ok: false, ended: 'denied', ...round.denial };
+      } else {
+        this.settle(round, 'approved');
+        input.onEnd?.(round.view(), { state: 'approved', approvers: [...round.approvals] });
+        // Step 7b: the world may have changed while the call waited: check and preview again.
+        const stop = await input.recheck();
+        if (stop !== undefined) return { ok: false, ended: 'stopped', stop };
+        previewed = await input.preview();
+        if (!previewed.ok) continue;
+        if (digestOf(previewed.preview) !== round.previewDigest) {
+          // The approvers approved something else than what would now run: a new round.
+          supersedes = {
+            round: round.number,
+            reason: 'the effect changed after approval (the checks and the preview ran again)',
+          };
+          continue;
+        }
+        // Last, right before execution: a deploy since the last decision changed the contract?
+        changed = await this.contractChange(round);
+        if (changed === undefined) {
+          return {
+            ok: true,
+            approval: {
+              round: round.number,
+              nonce: round.nonce,
+              previewDigest: round.previewDigest,
+              decisions: round.accepted,
+            },
+          };
+        }
+        this.supersede(round, changed);
+      }
+      // The contract changed: the call is judged again under the one that would run it.
+      const judged = await input.judgeAgain();
+      if (!judged.ok) return { ok: false, ended: 'stopped', stop: judged.stop };
+      const stop = await input.recheck();
+      if (stop !== undefined) return { ok: false, ended: 'stopped', stop };
+      if (!judged.subject) return { ok: true };
+      subject = judged.subject;
+      supersedes = { round: round.number, reason: changed };
+      previewed = await input.preview();
+    }
+  }
+
+  private open(round: ApprovalRound): void {
+    this.round = round;
+    this.call.state.approval = round.view();
+    this.call.state.stage = 'awaiting-approval';
+    this.call.onStateChange('pending');
+  }
+
+  private settle(round: ApprovalRound, state: 'expired' | 'denied' | 'approved' | 'cancelled'): void {
+    round.state = state;
+    this.call.state.approval = round.view();
+    this.call.onStateChange(state);
+  }
+
+  /** Closes a round that no longer holds (nothing is pending until a new round opens, if one does). */
+  private supersede(round: ApprovalRound, reason: string): void {
+    round.state = 'superseded';
+    round.supersededBecause = reason;
+    this.call.state.approval = round.view();
+    this.call.onStateChange('none');
+  }
+
+  /**
+   * Why the round's contract is not the one the worker would run the call under now, or undefined
+   * when it is. A worker that cannot answer cannot vouch for it either: that counts as a change.
+   */
+  private async contractChange(round: ApprovalRound): Promise<string | undefined> {
+    const current = await this.currentContractDigest(round.tool);
+    if (current === round.contractDigest) return undefined;
+    return current === undefined
+      ? `the worker could not confirm the contract of ${round.tool} before running the call`
+      : contractChangedReason(round.tool);
+  }
+
+  /** The worker's digest of the tool's contract now (null: no such tool); undefined when it did not answer. */
+  private async currentContractDigest(tool: string): Promise<string | null | undefined> {
+    try {
+      return (await contractActivities.currentContractDigest({ tool })).contractDigest;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async decide(decision: SignedDecision): Promise<DecisionReceipt> {
+    const round = this.round;
+    if (!round) throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
+    // A cancellation (or a kill switch) taken in the same breath wins: the round must not read approved.
+    const interrupted = this.call.interrupted?.();
+    if (interrupted !== undefined)
+      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: interrupted });
+    if (decision.key !== undefined) {
+      // An enrolled key: the validator verified its chain purely; only the registry knows whether it
+      // is still enrolled, so it is asked now (a recorded local activity).
+      const keyRefusal = await this.keyRefusal(round, decision);
+      if (keyRefusal) throw this.refuse({ decision, ...keyRefusal });
+    }
+    // Every decision: the worker is asked for the tool's contract now (a recorded local activity), so
+    // a decision never counts for a definition a deploy replaced while the call waited.
+    const current = await this.currentContractDigest(round.tool);
+    // The round is judged again after the handler waited: it may have closed or counted meanwhile.
+    const refusal = this.roundRefusal(round, decision) ?? this.contractRefusal(round, current);
+    if (refusal) throw this.refuse({ decision, ...refusal });
+    const receipt = round.apply(decision);
+    this.record({ decision, outcome: 'accepted', round: round.number });
+    this.call.state.approval = round.view();
+    return receipt;
+  }
+
+  /**
+   * `CONTRACT_CHANGED` when the worker's contract of the tool is not the round's: the round is then
+   * closed as superseded and the approval loop judges the call again. A worker that did not answer
+   * refuses the decision alone (the round stays open: try again).
+   */
+  private contractRefusal(
+    round: ApprovalRound,
+    current: string | null | undefined,
+  ): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (current === round.contractDigest) return undefined;
+    if (current === undefined) {
+      return {
+        code: 'CONTRACT_CHANGED',
+        reason: `the worker could not confirm the contract of ${round.tool} is this round's; try again`,
+      };
+    }
+    const reason = contractChangedReason(round.tool);
+    this.supersede(round, reason);
+    return { code: 'CONTRACT_CHANGED', reason: `${reason}: open the call again to see the new round` };
+  }
+
+  /**
+   * Why an enrolled key's decision does not count: the registry does not hold it enrolled now, or
+   * cannot say. What the registry answered is learned, so the validator refuses the next attempts.
+   */
+  private async keyRefusal(
+    round: ApprovalRound,
+    decision: SignedDecision,
+  ): Promise<{ code: DecisionRefusalCode; reason: string } | undefined> {
+    const chain = this.verifyChain({
+      chain: decision.key,
+      operators: this.call.operators(),
+      approver: decision.envelope.approver,
+    });
+    if (!chain.ok)
+      return { code: 'SIGNATURE_INVALID', reason: `the key's chain does not hold: ${chain.reason}` };
+    // Counted before the lookup is awaited, so the validators of a burst see the attempts in flight;
+    // a key this call already saw enrolled is never counted, and one the registry vouches for is released.
+    const { inviteId } = chain.key;
+    const counted = !this.learnedKeys.isVerifiedEnrolled(chain.key);
+    if (counted) round.keyAttempts.set(inviteId, (round.keyAttempts.get(inviteId) ?? 0) + 1);
+    let found: ApproverKeyStatus;
+    try {
+      // The invite too: for a key it does not hold, the registry says whether that invite could
+      // still enrol it (answers recorded before carry no invite; they replay all the same).
+      found = await keyActivities.approverKeyStatus({
+        keyId: chain.key.keyId,
+        inviteId: chain.key.inviteId,
+      });
+    } catch {
+      // Fail closed: a key nobody can vouch for right now approves nothing (and nothing is learned).
+      return { code: 'KEY_UNKNOWN', reason: 'the key registry did not answer; try again' };
+    }
+    const refusal = this.learnedKeys.learn(chain.key, found);
+    if (!refusal && counted) round.keyAttempts.set(inviteId, (round.keyAttempts.get(inviteId) ?? 1) - 1);
+    return refusal;
+  }
+
+  /**
+   * The validator's refusal of an enrolled key without asking the registry: what this call learned
+   * already, then the round's cap on its invite's attempts in the handler (see `maxKeyAttemptsPerInvite`).
+   */
+  private knownKeyRefusal(round: ApprovalRound, key: VerifiedKey): KnownKeyRefusal | undefined {
+    const learned = this.learnedKeys.refusal(key);
+    if (learned) return learned;
+    const attempts = round.keyAttempts.get(key.inviteId) ?? 0;
+    if (attempts >= maxKeyAttemptsPerInvite && !this.learnedKeys.isVerifiedEnrolled(key)) {
+      return {
+        code: 'KEY_UNKNOWN',
+        reason:
+          `this round took ${attempts} decisions signed with keys enrolled through invite ${key.inviteId}; ` +
+          'it now accepts only its keys already verified enrolled in this call: sign with your approver ' +
+          'key file (the CLI) instead',
+      };
+    }
+    return undefined;
+  }
+
+  /** The round's own refusals, checked again after the handler waited: it may have closed or counted meanwhile. */
+  private roundRefusal(
+    round: ApprovalRound,
+    decision: SignedDecision,
+  ): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (round.supersededBecause !== undefined) {
+      return {
+        code: 'CONTRACT_CHANGED',
+        reason: `${round.supersededBecause}: open the call again to see the new round`,
+      };
+    }
+    if (this.round !== round) {
+      return round.state === 'expired'
+        ? { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' }
+        : { code: 'ALREADY_DECIDED', reason: 'this round is already decided' };
+    }
+    if (Date.now() >= round.expiresAtMs)
+      return { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' };
+    if (round.decided) return { code: 'ALREADY_DECIDED', reason: 'this round is already decided' };
+    if (
+      round.usedSignatures.includes(decision.signature) ||
+      round.approvals.includes(decision.envelope.approver)
+    ) {
+      return { code: 'DECISION_REPLAYED', reason: 'this approver already decided this round' };
+    }
+    return undefined;
+  }
+
+  /** The update's validator: round state first, then the decision rules shared with the minter. */
+  private validate(decision: SignedDecision): void {
+    const round = this.round;
+    const problem = decisionShapeProblem(decision);
+    if (problem !== undefined) {
+      throw this.refuse({ decision, code: 'SIGNATURE_INVALID', reason: `not a signed decision: ${problem}` });
+    }
+    if (!round) {
+      const last = this.call.state.approval;
+      if (last?.state === 'superseded') {
+        throw this.refuse({
+          decision,
+          code: 'CONTRACT_CHANGED',
+          reason: `${last.supersededBecause ?? "the tool's contract changed"}: open the call again to see the new round`,
+        });
+      }
+      const expired = last?.state === 'expired';
+      throw this.refuse({
+        decision,
+        code: expired ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED',
+        reason: expired ? 'the approval window has closed' : 'this call has no open approval',
+      });
+    }
+    if (round.supersededBecause !== undefined) {
+      throw this.refuse({
+        decision,
+        code: 'CONTRACT_CHANGED',
+        reason: `${round.supersededBecause}: open the call again to see the new round`,
+      });
+    }
+    if (Date.now() >= round.expiresAtMs) {
+      throw this.refuse({ decision, code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' });
+    }
+    if (round.decided) {
+      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'this round is already decided' });
+    }
+    const interrupted = this.call.interrupted?.();
+    if (interrupted !== undefined)
+      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: interrupted });
+    const judgement = judgeDecision({
+      decision,
+      round: {
+        callId: this.call.callId,
+        runId: round.runId,
+        nonce: round.nonce,
+        argsDigest: round.argsDigest,
+        previewDigest: round.previewDigest,
+        contractDigest: round.contractDigest,
+        riskLevel: round.riskLevel,
+        caller: this.call.caller,
+      },
+      approvers: this.call.approvers(),
+      operators: this.call.operators(),
+      decidedBy: { signatures: round.usedSignatures, approvers: round.approvals },
+      verifyChain: this.verifyChain,
+    });
+    if (!judgement.ok) throw this.refuse({ decision, code: judgement.code, reason: judgement.reason });
+    // An enrolled key the registry already refused for good, or past the round's cap: refused here,
+    // where a refusal writes no history, instead of in the handler after a recorded lookup.
+    const known = judgement.key ? this.knownKeyRefusal(round, judgement.key) : undefined;
+    if (known) throw this.refuse({ decision, ...known });
+  }
+
+  private refuse(input: { decision: SignedDecision; code: DecisionRefusalCode; reason: string }): Error {
+    this.record({ decision: input.decision, outcome: input.code, round: this.round?.number ?? 0 });
+    return ApplicationFailure.create({
+      type: input.code,
+      message: `${input.code}: ${input.reason}`,
+      nonRetryable: true,
+    });
+  }
+
+  /** Accepted decisions join the call's state; every attempt goes to the audit sink (not during replay). */
+  private record(input: { decision: SignedDecision; outcome: string; round: number }): void {
+    const envelope = input.decision?.envelope;
+    const approver = typeof envelope?.approver === 'string' ? envelope.approver : '(unknown)';
+    const decision = typeof envelope?.decision === 'string' ? envelope.decision : '(none)';
+    if (input.outcome === 'accepted') {
+      this.call.state.decisions.push({
+        approver,
+        decision: envelope.decision,
+        reason: typeof envelope.reason === 'string' ? envelope.reason : '',
+        round: input.round,
+        outcome: input.outcome,
+        at: new Date(Date.now()).toISOString(),
+      });
+    }
+    const publicKeyHex = (input.decision?.key as { enrolment?: { enrolment?: { publicKeyHex?: unknown } } })
+      ?.enrolment?.enrolment?.publicKeyHex;
+    this.sinks.audit.decisionAttempt({
+      updateId: currentUpdateInfo()?.id ?? '(none)',
+      callId: this.call.callId,
+      runId: this.call.runId,
+      approver,
+      decision,
+      outcome: input.outcome,
+      envelope: envelope ?? null,
+      ...(typeof publicKeyHex === 'string' ? { keyId: keyIdOf(publicKeyHex) } : {}),
+    });
+  }
+}
