@@ -303,7 +303,7 @@ export type { CliOutput, MainOptions as CliOptions } from './cli/main';
 // talk to toolgate's workflows. Their types and ids, the messages each accepts, the proposal's caps
 // and call id, and the exact bytes every signature covers.
 export { toolCallWorkflowType } from './calls/protocol';
-export type { ToolCallInput } from './calls/workflow';
+export type { ToolCallInput } from './calls/protocol';
 export {
   callStateQuery,
   cancelUpdate,

@@ -4,7 +4,6 @@ import {
   currentUpdateInfo,
   proxyLocalActivities,
   proxySinks,
-  setHandler,
 } from '@temporalio/workflow';
 import type { ApproverKeyActivities } from '../approver-keys/activities';
 import type { ToolCallActivities } from '../calls/activities';
@@ -26,7 +25,6 @@ import type {
   RoundSupersession,
 } from '../calls/protocol';
 import type { ToolGateSinks } from '../shared/temporal';
-import { decideUpdate } from '../calls/protocol';
 import type { RiskLevel } from '../tools/risk-levels';
 
 /**
@@ -222,11 +220,7 @@ export class CallApprovals {
       /** Why the call stops waiting whatever is decided (cancelled, or its tool turned off); undefined while it waits. */
       interrupted?: () => string | undefined;
     },
-  ) {
-    setHandler(decideUpdate, (decision) => this.decide(decision), {
-      validator: (decision: SignedDecision) => this.validate(decision),
-    });
-  }
+  ) {}
 
   /**
    * Asks for approval until a round is approved with the same preview and the same tool contract that
@@ -377,7 +371,7 @@ export class CallApprovals {
     }
   }
 
-  private async decide(decision: SignedDecision): Promise<DecisionReceipt> {
+  async decide(decision: SignedDecision): Promise<DecisionReceipt> {
     const round = this.round;
     if (!round) throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
     // A cancellation (or a kill switch) taken in the same breath wins: the round must not read approved.
@@ -509,7 +503,7 @@ export class CallApprovals {
   }
 
   /** The update's validator: round state first, then the decision rules shared with the minter. */
-  private validate(decision: SignedDecision): void {
+  validate(decision: SignedDecision): void {
     const round = this.round;
     const problem = decisionShapeProblem(decision);
     if (problem !== undefined) {

@@ -9,7 +9,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ApproverKeyActivities, OperatorRequestVerdict } from './activities';
+import type { ApproverKeyActivities } from './activities';
 import type {
   ApproverKeysView,
   ApproverKeyView,
@@ -269,44 +269,180 @@ class ApproverKeyRegistry {
  */
 export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promise<void> {
   const continued = workflowInfo().continuedFromExecutionRunId !== undefined;
-  const registry = new ApproverKeyRegistry(continued ? input.carried : undefined);
-  const operatorKeys = new OperatorKeys(continued ? input.operatorKeys : undefined);
-  const sinks = proxySinks<ToolGateSinks>();
+  const changes = new RegistryChanges(
+    new ApproverKeyRegistry(continued ? input.carried : undefined),
+    new OperatorKeys(continued ? input.operatorKeys : undefined),
+  );
   const threshold = Math.max(1, input.continueAsNewAfter ?? 500);
-  let changes = 0;
 
-  const audit = (event: Omit<RegistryEvent, 'updateId' | 'at'>): void => {
-    sinks.audit.registryEvent({
+  setHandler(approverKeysQuery, () => changes.registry.view());
+  setHandler(addInviteUpdate, (signed) => changes.addInvite(signed), {
+    validator: (signed: SignedInvite) => changes.validateInvite(signed),
+  });
+  setHandler(enrolKeyUpdate, (signed) => changes.enrol(signed), {
+    validator: (signed: SignedEnrolment) => changes.validateEnrolment(signed),
+  });
+  setHandler(revokeKeyUpdate, (signed) => changes.revoke(signed), {
+    validator: (signed: SignedKeyRevocation) => changes.validateRevocation(signed),
+  });
+
+  await condition(() => changes.accepted >= threshold || workflowInfo().continueAsNewSuggested);
+  await condition(allHandlersFinished);
+  const carriedKeys = changes.operatorKeys.carry();
+  await continueAsNew<typeof toolgateApproverKeys>({
+    carried: changes.registry.carry(Date.now()),
+    continueAsNewAfter: threshold,
+    ...(carriedKeys ? { operatorKeys: carriedKeys } : {}),
+  });
+}
+
+/**
+ * The registry's changes as its handlers make them: each asks what it must (the worker's policy for an
+ * operator's signature, the audit store for an invite's use), applies what passed and audits every
+ * attempt through the worker's sink.
+ */
+class RegistryChanges {
+  /** Changes accepted in this run (the workflow continues as new after its threshold). */
+  accepted = 0;
+  private readonly sinks = proxySinks<ToolGateSinks>();
+
+  constructor(
+    readonly registry: ApproverKeyRegistry,
+    readonly operatorKeys: OperatorKeys,
+  ) {}
+
+  async addInvite(signed: SignedInvite): Promise<RegistryReceipt> {
+    const { invite } = signed;
+    const about = { action: 'addInvite' as const, ...inviteFields(signed) };
+    const refusal =
+      (await this.askPolicy({
+        kind: 'invite',
+        value: invite,
+        signature: signed.signature,
+        operator: invite.operator,
+        approver: invite.approver,
+      })) ?? this.registry.inviteRefusal(signed, Date.now());
+    if (refusal) throw this.refuse(refusal, about);
+    this.registry.addInvite(signed, Date.now());
+    this.accepted++;
+    this.audit({ ...about, outcome: 'accepted', detail: `valid until ${invite.expiresAt}` });
+    return { accepted: true, inviteId: invite.inviteId };
+  }
+
+  /**
+   * The operator's signature first (as the handler asks the policy first), against the keys the
+   * registry recorded: a forged invite is refused here and leaves no history.
+   */
+  validateInvite(signed: SignedInvite): void {
+    const refusal = isSignedInvite(signed)
+      ? (this.operatorKeys.refusal(
+          {
+            kind: 'invite',
+            value: signed.invite,
+            signature: signed.signature,
+            operator: signed.invite.operator,
+          },
+          Date.now(),
+        ) ?? this.registry.inviteRefusal(signed, Date.now()))
+      : this.registry.inviteRefusal(signed, Date.now());
+    if (refusal) throw this.refuse(refusal, { action: 'addInvite', ...inviteFields(signed) });
+  }
+
+  async enrol(signed: SignedEnrolment): Promise<RegistryReceipt> {
+    const about = { action: 'enrolKey' as const, ...enrolmentFields(signed) };
+    // The audit store outlives this run: an invite it shows used enrols nothing, even when this
+    // registry was reset to before that use or started anew after a terminate.
+    const refusal =
+      (await this.askAudit(signed.enrolment.inviteId)) ?? this.registry.enrolmentRefusal(signed, Date.now());
+    // Checked again after the wait, then changed at once: no other change comes in between.
+    if (refusal) throw this.refuse(refusal, about);
+    const key = this.registry.enrol(signed, Date.now());
+    this.accepted++;
+    this.audit({
+      ...about,
+      operator: key.invitedBy,
+      keyId: key.keyId,
+      outcome: 'accepted',
+      detail: `label "${key.label}"`,
+    });
+    return { accepted: true, keyId: key.keyId };
+  }
+
+  validateEnrolment(signed: SignedEnrolment): void {
+    const refusal = this.registry.enrolmentRefusal(signed, Date.now());
+    if (refusal) throw this.refuse(refusal, { action: 'enrolKey', ...enrolmentFields(signed) });
+  }
+
+  async revoke(signed: SignedKeyRevocation): Promise<RegistryReceipt> {
+    const { revocation } = signed;
+    const about = { action: 'revokeKey' as const, ...revocationFields(signed) };
+    const refusal =
+      (await this.askPolicy({
+        kind: 'key-revocation',
+        value: revocation,
+        signature: signed.signature,
+        operator: revocation.operator,
+      })) ?? this.registry.revocationRefusal(signed);
+    if (refusal) throw this.refuse(refusal, about);
+    const key = this.registry.revoke(signed, Date.now());
+    this.accepted++;
+    this.audit({ ...about, approver: key.approver, outcome: 'accepted', detail: revocation.reason });
+    return { accepted: true, keyId: key.keyId };
+  }
+
+  /** As for invites: a revocation not signed by an operator the registry knows leaves no history. */
+  validateRevocation(signed: SignedKeyRevocation): void {
+    const refusal = isSignedKeyRevocation(signed)
+      ? (this.operatorKeys.refusal(
+          {
+            kind: 'key-revocation',
+            value: signed.revocation,
+            signature: signed.signature,
+            operator: signed.revocation.operator,
+          },
+          Date.now(),
+        ) ?? this.registry.revocationRefusal(signed))
+      : this.registry.revocationRefusal(signed);
+    if (refusal) throw this.refuse(refusal, { action: 'revokeKey', ...revocationFields(signed) });
+  }
+
+  private audit(event: Omit<RegistryEvent, 'updateId' | 'at'>): void {
+    this.sinks.audit.registryEvent({
       ...event,
       updateId: currentUpdateInfo()?.id ?? '(none)',
       at: new Date(Date.now()).toISOString(),
     });
-  };
-  const refuse = (refusal: Refusal, event: Omit<RegistryEvent, 'updateId' | 'at' | 'outcome' | 'detail'>) => {
-    audit({ ...event, outcome: refusal.code, detail: refusal.reason });
+  }
+
+  private refuse(
+    refusal: Refusal,
+    event: Omit<RegistryEvent, 'updateId' | 'at' | 'outcome' | 'detail'>,
+  ): ApplicationFailure {
+    this.audit({ ...event, outcome: refusal.code, detail: refusal.reason });
     return ApplicationFailure.create({
       type: refusal.code,
       message: `${refusal.code}: ${refusal.reason}`,
       nonRetryable: true,
     });
-  };
-  const operatorRefusal = (verdict: OperatorRequestVerdict): Refusal | undefined =>
-    verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
-  const askPolicy = async (check: Parameters<ApproverKeyActivities['checkOperatorSignature']>[0]) => {
-    operatorKeys.asking(Date.now());
+  }
+
+  private async askPolicy(
+    check: Parameters<ApproverKeyActivities['checkOperatorSignature']>[0],
+  ): Promise<Refusal | undefined> {
+    this.operatorKeys.asking(Date.now());
     try {
       const verdict = await operatorChecks.checkOperatorSignature(check);
-      operatorKeys.learn(verdict.operators);
-      return operatorRefusal(verdict);
+      this.operatorKeys.learn(verdict.operators);
+      return verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
     } catch {
       return {
         code: 'OPERATOR_UNKNOWN' as const,
         reason: 'the policy (or the audit store) could not be read; try again',
       };
     }
-  };
+  }
 
-  const askAudit = async (inviteId: string): Promise<Refusal | undefined> => {
+  private async askAudit(inviteId: string): Promise<Refusal | undefined> {
     try {
       const verdict = await operatorChecks.checkInviteUnused({ inviteId });
       return verdict.ok ? undefined : { code: verdict.code, reason: verdict.reason };
@@ -314,123 +450,7 @@ export async function toolgateApproverKeys(input: ApproverKeysInput = {}): Promi
       // Fail closed: an invite nobody can vouch for now enrols nothing (the enrolment may be sent again).
       return { code: 'INVITE_UNKNOWN', reason: 'the audit store could not be read; try again' };
     }
-  };
-
-  setHandler(approverKeysQuery, () => registry.view());
-
-  setHandler(
-    addInviteUpdate,
-    async (signed): Promise<RegistryReceipt> => {
-      const { invite } = signed;
-      const about = { action: 'addInvite' as const, ...inviteFields(signed) };
-      const refusal =
-        (await askPolicy({
-          kind: 'invite',
-          value: invite,
-          signature: signed.signature,
-          operator: invite.operator,
-          approver: invite.approver,
-        })) ?? registry.inviteRefusal(signed, Date.now());
-      if (refusal) throw refuse(refusal, about);
-      registry.addInvite(signed, Date.now());
-      changes++;
-      audit({ ...about, outcome: 'accepted', detail: `valid until ${invite.expiresAt}` });
-      return { accepted: true, inviteId: invite.inviteId };
-    },
-    {
-      // The operator's signature first (as the handler asks the policy first), against the keys
-      // the registry recorded: a forged invite is refused here and leaves no history.
-      validator: (signed: SignedInvite) => {
-        const refusal = isSignedInvite(signed)
-          ? (operatorKeys.refusal(
-              {
-                kind: 'invite',
-                value: signed.invite,
-                signature: signed.signature,
-                operator: signed.invite.operator,
-              },
-              Date.now(),
-            ) ?? registry.inviteRefusal(signed, Date.now()))
-          : registry.inviteRefusal(signed, Date.now());
-        if (refusal) throw refuse(refusal, { action: 'addInvite', ...inviteFields(signed) });
-      },
-    },
-  );
-
-  setHandler(
-    enrolKeyUpdate,
-    async (signed): Promise<RegistryReceipt> => {
-      const about = { action: 'enrolKey' as const, ...enrolmentFields(signed) };
-      // The audit store outlives this run: an invite it shows used enrols nothing, even when this
-      // registry was reset to before that use or started anew after a terminate.
-      const refusal =
-        (await askAudit(signed.enrolment.inviteId)) ?? registry.enrolmentRefusal(signed, Date.now());
-      // Checked again after the wait, then changed at once: no other change comes in between.
-      if (refusal) throw refuse(refusal, about);
-      const key = registry.enrol(signed, Date.now());
-      changes++;
-      audit({
-        ...about,
-        operator: key.invitedBy,
-        keyId: key.keyId,
-        outcome: 'accepted',
-        detail: `label "${key.label}"`,
-      });
-      return { accepted: true, keyId: key.keyId };
-    },
-    {
-      validator: (signed: SignedEnrolment) => {
-        const refusal = registry.enrolmentRefusal(signed, Date.now());
-        if (refusal) throw refuse(refusal, { action: 'enrolKey', ...enrolmentFields(signed) });
-      },
-    },
-  );
-
-  setHandler(
-    revokeKeyUpdate,
-    async (signed): Promise<RegistryReceipt> => {
-      const { revocation } = signed;
-      const about = { action: 'revokeKey' as const, ...revocationFields(signed) };
-      const refusal =
-        (await askPolicy({
-          kind: 'key-revocation',
-          value: revocation,
-          signature: signed.signature,
-          operator: revocation.operator,
-        })) ?? registry.revocationRefusal(signed);
-      if (refusal) throw refuse(refusal, about);
-      const key = registry.revoke(signed, Date.now());
-      changes++;
-      audit({ ...about, approver: key.approver, outcome: 'accepted', detail: revocation.reason });
-      return { accepted: true, keyId: key.keyId };
-    },
-    {
-      // As for invites: a revocation not signed by an operator the registry knows leaves no history.
-      validator: (signed: SignedKeyRevocation) => {
-        const refusal = isSignedKeyRevocation(signed)
-          ? (operatorKeys.refusal(
-              {
-                kind: 'key-revocation',
-                value: signed.revocation,
-                signature: signed.signature,
-                operator: signed.revocation.operator,
-              },
-              Date.now(),
-            ) ?? registry.revocationRefusal(signed))
-          : registry.revocationRefusal(signed);
-        if (refusal) throw refuse(refusal, { action: 'revokeKey', ...revocationFields(signed) });
-      },
-    },
-  );
-
-  await condition(() => changes >= threshold || workflowInfo().continueAsNewSuggested);
-  await condition(allHandlersFinished);
-  const carriedKeys = operatorKeys.carry();
-  await continueAsNew<typeof toolgateApproverKeys>({
-    carried: registry.carry(Date.now()),
-    continueAsNewAfter: threshold,
-    ...(carriedKeys ? { operatorKeys: carriedKeys } : {}),
-  });
+  }
 }
 
 // What an attempt names, read defensively: a refused attempt may have any shape.

@@ -5,6 +5,14 @@ import type { DecisionEnvelope, SignedDecision } from '../approvals/protocol';
 import type { Proposal } from './proposal';
 import type { ToolResult } from '../shared/tool-result';
 
+/** The input of a call's workflow: the proposal that started it, its update id and the caller's signature. */
+export interface ToolCallInput {
+  proposalId: string;
+  proposal: Proposal;
+  /** The caller's signature over `{ callId, proposal }` (kind `proposal`). */
+  signature?: string;
+}
+
 /** The workflow type every call runs as; the user's workflows module exports it under this name. */
 export const toolCallWorkflowType = 'toolCall';
 

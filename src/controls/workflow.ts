@@ -49,67 +49,105 @@ const waitingCalls = proxyActivities<ControlsActivities>({
  * the switches through `controlsQuery` when they are evaluated and before an approved call executes.
  */
 export async function toolgateControls(input: ControlsInput = {}): Promise<void> {
-  const disabled = new Map<string, DisabledSwitch>();
-  let restored = false;
-  const seen = new Set<string>(Array.isArray(input.carried?.seen) ? input.carried.seen : []);
-  const inFlight = new Set<string>();
-  let accepted = 0;
-  const view = (): ControlsView => ({ disabled: [...disabled.values()] });
+  const switches = new ToolSwitches(Array.isArray(input.carried?.seen) ? input.carried.seen : []);
 
-  setHandler(controlsQuery, view);
-  setHandler(
-    setSwitchUpdate,
-    async (signed: SignedSwitchChange): Promise<SwitchReceipt> => {
-      const { change } = signed;
-      // Changes apply on top of what the audit store says is off.
-      await condition(() => restored);
-      refuseIf(
-        seen.has(change.changeId) || inFlight.has(change.changeId),
-        'CHANGE_REPLAYED',
-        'this change was sent already',
-      );
-      inFlight.add(change.changeId);
-      try {
-        const verdict = await checks.checkSwitchChange(signed);
-        if (!verdict.ok) refuse(verdict.code, verdict.reason);
-        remember(change.changeId);
-        accepted++;
-        const key = switchKey(change);
-        if (change.action === 'enable') {
-          disabled.delete(key);
-          return {
-            accepted: true,
-            changeId: change.changeId,
-            disabled: view().disabled,
-            waitingCallsTold: 0,
-          };
-        }
-        disabled.set(key, {
-          tool: change.tool,
-          ...(change.caller !== undefined ? { caller: change.caller } : {}),
-          operator: change.operator,
-          reason: change.reason,
-          since: new Date().toISOString(),
-          changeId: change.changeId,
-        });
-        const told = await waitingCalls.tellWaitingCalls({
-          tool: change.tool,
-          ...(change.caller !== undefined ? { caller: change.caller } : {}),
-        });
+  setHandler(controlsQuery, () => switches.view());
+  setHandler(setSwitchUpdate, (signed) => switches.change(signed), {
+    validator: (signed: SignedSwitchChange) => switches.validate(signed),
+  });
+
+  // A change issued longer ago than its freshness is refused as stale: its id need not be remembered.
+  switches.restore(
+    await checks.restoreSwitches({ since: new Date(Date.now() - 2 * changeFreshnessMs).toISOString() }),
+  );
+
+  const limit = input.continueAsNewAfter ?? 500;
+  await condition(() => switches.accepted >= limit || workflowInfo().continueAsNewSuggested);
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof toolgateControls>({
+    carried: { seen: switches.carried() },
+    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
+  });
+}
+
+/** The switches of one task queue, the change ids seen, and the rules a change passes. */
+class ToolSwitches {
+  /** Changes accepted in this run (the workflow continues as new after its limit). */
+  accepted = 0;
+  private readonly disabled = new Map<string, DisabledSwitch>();
+  private readonly seen: Set<string>;
+  private readonly inFlight = new Set<string>();
+  private restored = false;
+
+  constructor(seen: string[]) {
+    this.seen = new Set(seen);
+  }
+
+  view(): ControlsView {
+    return { disabled: [...this.disabled.values()] };
+  }
+
+  /** What the audit store says is off, and the changes it saw lately: changes apply on top of it. */
+  restore(state: { disabled: DisabledSwitch[]; seen: string[] }): void {
+    for (const entry of state.disabled) this.disabled.set(switchKey(entry), entry);
+    for (const changeId of state.seen) this.remember(changeId);
+    this.restored = true;
+  }
+
+  carried(): string[] {
+    return [...this.seen];
+  }
+
+  /** Applies a change an operator signed (the worker's policy says who), and tells the calls it stops. */
+  async change(signed: SignedSwitchChange): Promise<SwitchReceipt> {
+    const { change } = signed;
+    await condition(() => this.restored);
+    refuseIf(
+      this.seen.has(change.changeId) || this.inFlight.has(change.changeId),
+      'CHANGE_REPLAYED',
+      'this change was sent already',
+    );
+    this.inFlight.add(change.changeId);
+    try {
+      const verdict = await checks.checkSwitchChange(signed);
+      if (!verdict.ok) refuse(verdict.code, verdict.reason);
+      this.remember(change.changeId);
+      this.accepted++;
+      const key = switchKey(change);
+      if (change.action === 'enable') {
+        this.disabled.delete(key);
         return {
           accepted: true,
           changeId: change.changeId,
-          disabled: view().disabled,
-          waitingCallsTold: told,
+          disabled: this.view().disabled,
+          waitingCallsTold: 0,
         };
-      } finally {
-        inFlight.delete(change.changeId);
       }
-    },
-    { validator: (signed: SignedSwitchChange) => validate(signed) },
-  );
+      this.disabled.set(key, {
+        tool: change.tool,
+        ...(change.caller !== undefined ? { caller: change.caller } : {}),
+        operator: change.operator,
+        reason: change.reason,
+        since: new Date().toISOString(),
+        changeId: change.changeId,
+      });
+      const told = await waitingCalls.tellWaitingCalls({
+        tool: change.tool,
+        ...(change.caller !== undefined ? { caller: change.caller } : {}),
+      });
+      return {
+        accepted: true,
+        changeId: change.changeId,
+        disabled: this.view().disabled,
+        waitingCallsTold: told,
+      };
+    } finally {
+      this.inFlight.delete(change.changeId);
+    }
+  }
 
-  function validate(signed: SignedSwitchChange): void {
+  /** Refuses what is malformed, stale or replayed before it reaches history. */
+  validate(signed: SignedSwitchChange): void {
     const change = signed?.change as Partial<SignedSwitchChange['change']> | undefined;
     const text = (value: unknown, max: number): boolean =>
       typeof value === 'string' && value.trim() !== '' && value.length <= max;
@@ -132,29 +170,13 @@ export async function toolgateControls(input: ControlsInput = {}): Promise<void>
       'SWITCH_INVALID',
       'the change was issued more than 10 minutes from now: sign it again',
     );
-    refuseIf(seen.has(change!.changeId!), 'CHANGE_REPLAYED', 'this change was sent already');
+    refuseIf(this.seen.has(change!.changeId!), 'CHANGE_REPLAYED', 'this change was sent already');
   }
 
-  function remember(changeId: string): void {
-    seen.add(changeId);
-    while (seen.size > seenKept) seen.delete(seen.values().next().value as string);
+  private remember(changeId: string): void {
+    this.seen.add(changeId);
+    while (this.seen.size > seenKept) this.seen.delete(this.seen.values().next().value as string);
   }
-
-  // A change issued longer ago than its freshness is refused as stale: its id need not be remembered.
-  const restoredState = await checks.restoreSwitches({
-    since: new Date(Date.now() - 2 * changeFreshnessMs).toISOString(),
-  });
-  for (const entry of restoredState.disabled) disabled.set(switchKey(entry), entry);
-  for (const changeId of restoredState.seen) remember(changeId);
-  restored = true;
-
-  const limit = input.continueAsNewAfter ?? 500;
-  await condition(() => accepted >= limit || workflowInfo().continueAsNewSuggested);
-  await condition(allHandlersFinished);
-  await continueAsNew<typeof toolgateControls>({
-    carried: { seen: [...seen] },
-    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
-  });
 }
 
 function switchKey(entry: { tool: string; caller?: string }): string {

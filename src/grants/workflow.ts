@@ -110,244 +110,238 @@ class HeldGrant {
  * there: a terminated or crafted run holds exactly what the approvers signed and the calls used.
  */
 export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
-  const grants = new Map<string, HeldGrant>();
+  const grants = new StandingGrants();
+
+  setHandler(grantsQuery, () => grants.view());
+  setHandler(grantUseQuery, (request) => grants.useStatus(request));
+  setHandler(addGrantUpdate, (signed) => grants.add(signed), {
+    validator: (signed: SignedGrant) => grants.validateAdd(signed),
+  });
+  setHandler(revokeGrantUpdate, (signed) => grants.revoke(signed), {
+    validator: (signed: SignedGrantRevocation) => grants.validateRevoke(signed),
+  });
+  setHandler(useGrantUpdate, (request) => grants.use(request), { validator: validUse });
+  setHandler(releaseGrantUpdate, (request) => grants.release(request), { validator: validRelease });
+
+  grants.restore(await checks.restoreGrants());
+
+  const limit = input.continueAsNewAfter ?? 500;
+  for (;;) {
+    // Wakes at least hourly to drop grants that ended more than a day ago.
+    await condition(() => grants.updates >= limit || workflowInfo().continueAsNewSuggested, '1h');
+    if (grants.updates >= limit || workflowInfo().continueAsNewSuggested) break;
+    grants.prune(Date.now());
+  }
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof toolgateGrants>({
+    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
+  });
+}
+
+/** The grants a task queue holds, the ids it accepted, and the rules each change and use passes. */
+class StandingGrants {
+  /** Updates accepted in this run (the workflow continues as new after its limit). */
+  updates = 0;
+  private readonly grants = new Map<string, HeldGrant>();
   /** Every grant and revocation id ever accepted (from the audit store, then this run): none counts twice. */
-  const seenGrants = new Set<string>();
-  const seenRevocations = new Set<string>();
-  const inFlight = new Set<string>();
-  let restored = false;
-  let updates = 0;
+  private readonly seenGrants = new Set<string>();
+  private readonly seenRevocations = new Set<string>();
+  private readonly inFlight = new Set<string>();
+  private restored = false;
+
+  view(): { grants: GrantView[] } {
+    const nowMs = Date.now();
+    return { grants: [...this.grants.values()].map((held) => held.view(nowMs)) };
+  }
+
+  useStatus({ grantId, reservationId }: { grantId: string; reservationId: string }): GrantUseStatus {
+    const use = this.grants.get(grantId)?.uses.get(reservationId);
+    return use ? { held: true, ...use } : { held: false };
+  }
+
+  /** What the audit store holds: every run starts from it. */
+  restore(restored: Awaited<ReturnType<GrantActivities['restoreGrants']>>): void {
+    for (const id of restored.seenGrants ?? []) this.seenGrants.add(id);
+    for (const id of restored.seenRevocations ?? []) this.seenRevocations.add(id);
+    for (const record of restored.grants) {
+      this.grants.set(record.signed.grant.grantId, new HeldGrant(record.signed, record.approvers, record));
+    }
+    this.restored = true;
+  }
+
+  /** Drops the grants that ended more than a day ago. */
+  prune(nowMs: number): void {
+    for (const [grantId, held] of this.grants) {
+      const endedAtMs = held.endedAtMs(nowMs);
+      if (endedAtMs !== undefined && nowMs - endedAtMs > endedKeptMs) this.grants.delete(grantId);
+    }
+  }
+
+  /** Adds a grant its approvers signed (the worker judges the signatures against its policy). */
+  async add(signed: SignedGrant): Promise<GrantReceipt> {
+    const { grantId } = signed.grant;
+    // Attempts at one grant id are judged one after the other: the first accepted wins.
+    await this.takeTurn(grantId);
+    try {
+      refuseIf(
+        this.seenGrants.has(grantId) || this.grants.has(grantId),
+        'GRANT_REPLAYED',
+        'this grant was added already',
+      );
+      const verdict = await checks.checkGrant(signed);
+      // A refused grant may come back with what it lacked (a second approver's signature); an
+      // accepted one never counts twice.
+      if (!verdict.ok) refuse(verdict.code, verdict.reason);
+      this.seenGrants.add(grantId);
+      const held = new HeldGrant(signed, verdict.approvers);
+      this.grants.set(grantId, held);
+      this.updates++;
+      return { accepted: true, grant: held.view(Date.now()) };
+    } finally {
+      this.inFlight.delete(grantId);
+    }
+  }
+
+  validateAdd(signed: SignedGrant): void {
+    const problem = grantShapeProblem(signed);
+    if (problem) refuse('GRANT_INVALID', problem);
+    refuseIf(this.seenGrants.has(signed.grant.grantId), 'GRANT_REPLAYED', 'this grant was sent already');
+  }
+
+  /** Revokes a grant, by one of its approvers or an operator. */
+  async revoke(signed: SignedGrantRevocation): Promise<GrantReceipt> {
+    const { revocation } = signed;
+    await this.takeTurn(revocation.revocationId);
+    try {
+      refuseIf(
+        this.seenRevocations.has(revocation.revocationId),
+        'GRANT_REPLAYED',
+        'this revocation was sent already',
+      );
+      const held = this.grants.get(revocation.grantId);
+      refuseIf(!held, 'GRANT_UNKNOWN', `no grant ${revocation.grantId} is held on this task queue`);
+      const state = held!.view(Date.now()).state;
+      // A used-up grant is revoked too: a use given back would otherwise bring it back.
+      refuseIf(
+        state === 'revoked' || state === 'expired',
+        'GRANT_NOT_ACTIVE',
+        `grant ${revocation.grantId} is ${state} already`,
+      );
+      const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
+      if (!verdict.ok) refuse(verdict.code, verdict.reason);
+      this.seenRevocations.add(revocation.revocationId);
+      // Revoked at once: no use is taken after this line, whatever the audit write below meant to keep.
+      held!.revoked ??= {
+        by: revokerName(revocation.by),
+        reason: revocation.reason,
+        at: new Date(Date.now()).toISOString(),
+      };
+      this.updates++;
+      return { accepted: true, grant: held!.view(Date.now()) };
+    } finally {
+      this.inFlight.delete(revocation.revocationId);
+    }
+  }
+
+  validateRevoke(signed: SignedGrantRevocation): void {
+    const problem = revocationShapeProblem(signed);
+    if (problem) refuse('GRANT_INVALID', problem);
+    refuseIf(
+      this.seenRevocations.has(signed.revocation.revocationId),
+      'GRANT_REPLAYED',
+      'this revocation was sent already',
+    );
+  }
+
+  /** Takes a use of the grant that covers the call and expires first, counted before anything is awaited. */
+  async use(request: GrantUseRequest): Promise<GrantUse> {
+    await condition(() => this.restored);
+    const nowMs = Date.now();
+    // A use asked again (a retried activity, or a write proposed again after an effect that may
+    // have happened) is answered from what is held, never counted twice; but only for the very call
+    // it was taken for: the same reservation with another amount, caller, tool or level is not it.
+    for (const held of this.grants.values()) {
+      const use = held.uses.get(request.reservationId);
+      if (!use) continue;
+      const same =
+        use.caller === request.caller &&
+        use.tool === request.tool &&
+        use.riskLevel === request.riskLevel &&
+        use.amount === (request.amount ?? 0);
+      return same ? this.useAnswer(held) : { ok: false };
+    }
+    const candidates = [...this.grants.values()]
+      .filter(
+        (held) =>
+          !held.revoked &&
+          grantRefusesCall({ grant: held.signed.grant, used: held.used, call: request, nowMs }) === undefined,
+      )
+      .sort((a, b) => Date.parse(a.signed.grant.expiresAt) - Date.parse(b.signed.grant.expiresAt));
+    const chosen = candidates[0];
+    if (!chosen) return { ok: false };
+    // Counted before anything is awaited: a use that arrives meanwhile sees this one.
+    const use: HeldUse = {
+      callId: request.callId,
+      runId: request.runId,
+      caller: request.caller,
+      tool: request.tool,
+      riskLevel: request.riskLevel,
+      amount: request.amount ?? 0,
+      usedAt: new Date(nowMs).toISOString(),
+    };
+    chosen.uses.set(request.reservationId, use);
+    const event = this.grantEvent(chosen, {
+      action: 'use-grant',
+      reservationId: request.reservationId,
+      ...use,
+    });
+    try {
+      await checks.recordGrantEvent(event);
+    } catch (error) {
+      // Not recorded, not used: the call waits for a human instead.
+      chosen.uses.delete(request.reservationId);
+      throw error;
+    }
+    this.updates++;
+    return this.useAnswer(chosen);
+  }
+
+  /** Gives a use back, only for the run that took it, once the audit store has the release. */
+  async release({ grantId, reservationId, runId }: GrantRelease): Promise<{ released: boolean }> {
+    await condition(() => this.restored);
+    const held = this.grants.get(grantId);
+    const use = held?.uses.get(reservationId);
+    if (!held || !use) return { released: false };
+    // Only the run that took a use gives it back: a later run of the same write, which found it
+    // held (its earlier run's effect unknown), never frees it, whatever that run ends with.
+    if (runId !== undefined && use.runId !== runId) return { released: false };
+    // Recorded first: until the audit store has it, the use keeps counting (the safe side).
+    await checks.recordGrantEvent(
+      this.grantEvent(held, { action: 'release-grant', reservationId, callId: use.callId, runId: use.runId }),
+    );
+    held.uses.delete(reservationId);
+    this.updates++;
+    return { released: true };
+  }
 
   /**
    * Takes `id` (`inFlight`) once it is free to be judged; the caller gives it back when done. The look
    * and the take happen with nothing awaited between them: every condition that comes true in one
    * activation is released in the same pass, so each waiter looks again and only the first takes it.
    */
-  const takeTurn = async (id: string): Promise<void> => {
-    while (!restored || inFlight.has(id)) await condition(() => restored && !inFlight.has(id));
-    inFlight.add(id);
-  };
-
-  const view = () => {
-    const nowMs = Date.now();
-    return { grants: [...grants.values()].map((held) => held.view(nowMs)) };
-  };
-  setHandler(grantsQuery, view);
-  setHandler(grantUseQuery, ({ grantId, reservationId }) => {
-    const use = grants.get(grantId)?.uses.get(reservationId);
-    return use ? { held: true, ...use } : { held: false };
-  });
-
-  setHandler(
-    addGrantUpdate,
-    async (signed: SignedGrant): Promise<GrantReceipt> => {
-      const { grantId } = signed.grant;
-      // Attempts at one grant id are judged one after the other: the first accepted wins.
-      await takeTurn(grantId);
-      try {
-        refuseIf(
-          seenGrants.has(grantId) || grants.has(grantId),
-          'GRANT_REPLAYED',
-          'this grant was added already',
-        );
-        const verdict = await checks.checkGrant(signed);
-        // A refused grant may come back with what it lacked (a second approver's signature); an
-        // accepted one never counts twice.
-        if (!verdict.ok) refuse(verdict.code, verdict.reason);
-        seenGrants.add(grantId);
-        const held = new HeldGrant(signed, verdict.approvers);
-        grants.set(grantId, held);
-        updates++;
-        return { accepted: true, grant: held.view(Date.now()) };
-      } finally {
-        inFlight.delete(grantId);
-      }
-    },
-    {
-      validator: (signed: SignedGrant) => {
-        const problem = grantShapeProblem(signed);
-        if (problem) refuse('GRANT_INVALID', problem);
-        refuseIf(seenGrants.has(signed.grant.grantId), 'GRANT_REPLAYED', 'this grant was sent already');
-      },
-    },
-  );
-
-  setHandler(
-    revokeGrantUpdate,
-    async (signed: SignedGrantRevocation): Promise<GrantReceipt> => {
-      const { revocation } = signed;
-      await takeTurn(revocation.revocationId);
-      try {
-        refuseIf(
-          seenRevocations.has(revocation.revocationId),
-          'GRANT_REPLAYED',
-          'this revocation was sent already',
-        );
-        const held = grants.get(revocation.grantId);
-        refuseIf(!held, 'GRANT_UNKNOWN', `no grant ${revocation.grantId} is held on this task queue`);
-        const state = held!.view(Date.now()).state;
-        // A used-up grant is revoked too: a use given back would otherwise bring it back.
-        refuseIf(
-          state === 'revoked' || state === 'expired',
-          'GRANT_NOT_ACTIVE',
-          `grant ${revocation.grantId} is ${state} already`,
-        );
-        const verdict = await checks.checkRevocation({ revocation: signed, grant: held!.signed });
-        if (!verdict.ok) refuse(verdict.code, verdict.reason);
-        seenRevocations.add(revocation.revocationId);
-        // Revoked at once: no use is taken after this line, whatever the audit write below meant to keep.
-        held!.revoked ??= {
-          by: revokerName(revocation.by),
-          reason: revocation.reason,
-          at: new Date(Date.now()).toISOString(),
-        };
-        updates++;
-        return { accepted: true, grant: held!.view(Date.now()) };
-      } finally {
-        inFlight.delete(revocation.revocationId);
-      }
-    },
-    {
-      validator: (signed: SignedGrantRevocation) => {
-        const problem = revocationShapeProblem(signed);
-        if (problem) refuse('GRANT_INVALID', problem);
-        refuseIf(
-          seenRevocations.has(signed.revocation.revocationId),
-          'GRANT_REPLAYED',
-          'this revocation was sent already',
-        );
-      },
-    },
-  );
-
-  setHandler(
-    useGrantUpdate,
-    async (request: GrantUseRequest): Promise<GrantUse> => {
-      await condition(() => restored);
-      const nowMs = Date.now();
-      // A use asked again (a retried activity, or a write proposed again after an effect that may
-      // have happened) is answered from what is held, never counted twice; but only for the very call
-      // it was taken for: the same reservation with another amount, caller, tool or level is not it.
-      for (const held of grants.values()) {
-        const use = held.uses.get(request.reservationId);
-        if (!use) continue;
-        const same =
-          use.caller === request.caller &&
-          use.tool === request.tool &&
-          use.riskLevel === request.riskLevel &&
-          use.amount === (request.amount ?? 0);
-        return same ? useAnswer(held) : { ok: false };
-      }
-      const candidates = [...grants.values()]
-        .filter(
-          (held) =>
-            !held.revoked &&
-            grantRefusesCall({ grant: held.signed.grant, used: held.used, call: request, nowMs }) ===
-              undefined,
-        )
-        .sort((a, b) => Date.parse(a.signed.grant.expiresAt) - Date.parse(b.signed.grant.expiresAt));
-      const chosen = candidates[0];
-      if (!chosen) return { ok: false };
-      // Counted before anything is awaited: a use that arrives meanwhile sees this one.
-      const use: HeldUse = {
-        callId: request.callId,
-        runId: request.runId,
-        caller: request.caller,
-        tool: request.tool,
-        riskLevel: request.riskLevel,
-        amount: request.amount ?? 0,
-        usedAt: new Date(nowMs).toISOString(),
-      };
-      chosen.uses.set(request.reservationId, use);
-      const event = grantEvent(chosen, { action: 'use-grant', reservationId: request.reservationId, ...use });
-      try {
-        await checks.recordGrantEvent(event);
-      } catch (error) {
-        // Not recorded, not used: the call waits for a human instead.
-        chosen.uses.delete(request.reservationId);
-        throw error;
-      }
-      updates++;
-      return useAnswer(chosen);
-    },
-    {
-      validator: (request: GrantUseRequest) => {
-        if (
-          typeof request?.reservationId !== 'string' ||
-          typeof request.callId !== 'string' ||
-          typeof request.runId !== 'string' ||
-          typeof request.caller !== 'string' ||
-          typeof request.tool !== 'string' ||
-          typeof request.riskLevel !== 'string' ||
-          (request.amount !== undefined && (!Number.isSafeInteger(request.amount) || request.amount < 0))
-        ) {
-          refuse('GRANT_INVALID', 'a use names its reservation, call, caller, tool, risk level and amount');
-        }
-      },
-    },
-  );
-
-  setHandler(
-    releaseGrantUpdate,
-    async ({ grantId, reservationId, runId }): Promise<{ released: boolean }> => {
-      await condition(() => restored);
-      const held = grants.get(grantId);
-      const use = held?.uses.get(reservationId);
-      if (!held || !use) return { released: false };
-      // Only the run that took a use gives it back: a later run of the same write, which found it
-      // held (its earlier run's effect unknown), never frees it, whatever that run ends with.
-      if (runId !== undefined && use.runId !== runId) return { released: false };
-      // Recorded first: until the audit store has it, the use keeps counting (the safe side).
-      await checks.recordGrantEvent(
-        grantEvent(held, { action: 'release-grant', reservationId, callId: use.callId, runId: use.runId }),
-      );
-      held.uses.delete(reservationId);
-      updates++;
-      return { released: true };
-    },
-    {
-      validator: (request: { grantId: string; reservationId: string; runId?: string } | null) => {
-        if (
-          typeof request?.grantId !== 'string' ||
-          typeof request.reservationId !== 'string' ||
-          (request.runId !== undefined && typeof request.runId !== 'string')
-        ) {
-          refuse('GRANT_INVALID', 'a release names its grant and reservation');
-        }
-      },
-    },
-  );
-
-  const restoredGrants = await checks.restoreGrants();
-  for (const id of restoredGrants.seenGrants ?? []) seenGrants.add(id);
-  for (const id of restoredGrants.seenRevocations ?? []) seenRevocations.add(id);
-  for (const record of restoredGrants.grants) {
-    grants.set(record.signed.grant.grantId, new HeldGrant(record.signed, record.approvers, record));
-  }
-  restored = true;
-
-  const limit = input.continueAsNewAfter ?? 500;
-  for (;;) {
-    // Wakes at least hourly to drop grants that ended more than a day ago.
-    await condition(() => updates >= limit || workflowInfo().continueAsNewSuggested, '1h');
-    if (updates >= limit || workflowInfo().continueAsNewSuggested) break;
-    const nowMs = Date.now();
-    for (const [grantId, held] of grants) {
-      const endedAtMs = held.endedAtMs(nowMs);
-      if (endedAtMs !== undefined && nowMs - endedAtMs > endedKeptMs) grants.delete(grantId);
+  private async takeTurn(id: string): Promise<void> {
+    while (!this.restored || this.inFlight.has(id)) {
+      await condition(() => this.restored && !this.inFlight.has(id));
     }
+    this.inFlight.add(id);
   }
-  await condition(allHandlersFinished);
-  await continueAsNew<typeof toolgateGrants>({
-    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
-  });
 
-  function useAnswer(held: HeldGrant): GrantUse {
+  private useAnswer(held: HeldGrant): GrantUse {
     const used = held.used;
     return { ok: true, grant: held.signed, usedCalls: used.calls, usedAmount: used.amount };
   }
 
-  function grantEvent(
+  private grantEvent(
     held: HeldGrant,
     event: Pick<
       GrantEvent,
@@ -366,5 +360,32 @@ export async function toolgateGrants(input: GrantsInput = {}): Promise<void> {
       outcome: 'accepted',
       ...event,
     };
+  }
+}
+
+/** A release as its update carries it. */
+type GrantRelease = { grantId: string; reservationId: string; runId?: string };
+
+function validUse(request: GrantUseRequest): void {
+  if (
+    typeof request?.reservationId !== 'string' ||
+    typeof request.callId !== 'string' ||
+    typeof request.runId !== 'string' ||
+    typeof request.caller !== 'string' ||
+    typeof request.tool !== 'string' ||
+    typeof request.riskLevel !== 'string' ||
+    (request.amount !== undefined && (!Number.isSafeInteger(request.amount) || request.amount < 0))
+  ) {
+    refuse('GRANT_INVALID', 'a use names its reservation, call, caller, tool, risk level and amount');
+  }
+}
+
+function validRelease(request: GrantRelease | null): void {
+  if (
+    typeof request?.grantId !== 'string' ||
+    typeof request.reservationId !== 'string' ||
+    (request.runId !== undefined && typeof request.runId !== 'string')
+  ) {
+    refuse('GRANT_INVALID', 'a release names its grant and reservation');
   }
 }

@@ -33,22 +33,39 @@ export interface QuotaInput {
  * that asks decides what a refusal means for the call.
  */
 export async function toolgateQuota(input: QuotaInput = {}): Promise<void> {
-  const reservations = new Map<string, Entry>(input.carried?.reservations ?? []);
-  let updates = 0;
-  let longestWindowMs = 0;
+  const counter = new QuotaCounter(input.carried?.reservations ?? []);
 
-  /** Drops what left every window this counter was asked about. */
-  const prune = (windowMs: number): void => {
-    longestWindowMs = Math.max(longestWindowMs, windowMs);
-    const cutoff = Date.now() - longestWindowMs;
-    for (const [id, entry] of reservations) if (entry.atMs <= cutoff) reservations.delete(id);
-  };
-  const usage = (limits: { windowMs: number; maxCalls?: number; maxAmount?: number }): QuotaUsage => {
+  setHandler(quotaUsageQuery, (limits) => counter.usage(limits));
+  setHandler(reserveQuotaUpdate, (request) => counter.reserve(request), { validator: validReservation });
+  setHandler(releaseQuotaUpdate, (request) => counter.release(request), { validator: validRelease });
+
+  const limit = input.continueAsNewAfter ?? 500;
+  await condition(() => counter.updates >= limit || workflowInfo().continueAsNewSuggested);
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof toolgateQuota>({
+    carried: { reservations: counter.carried() },
+    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
+  });
+}
+
+/** A counter's state: the reservations within its longest window, and the rules that change them. */
+class QuotaCounter {
+  /** Updates handled in this run (the workflow continues as new after its limit). */
+  updates = 0;
+  private readonly reservations: Map<string, Entry>;
+  private longestWindowMs = 0;
+
+  constructor(carried: [string, Entry][]) {
+    this.reservations = new Map(carried);
+  }
+
+  /** What is used and left within a window, and when the oldest reservation leaves it. */
+  usage(limits: { windowMs: number; maxCalls?: number; maxAmount?: number }): QuotaUsage {
     const cutoff = Date.now() - limits.windowMs;
     let calls = 0;
     let amount = 0;
     let oldestMs: number | undefined;
-    for (const entry of reservations.values()) {
+    for (const entry of this.reservations.values()) {
       if (entry.atMs <= cutoff) continue;
       calls++;
       amount += entry.amount;
@@ -61,61 +78,64 @@ export async function toolgateQuota(input: QuotaInput = {}): Promise<void> {
       ...(limits.maxAmount !== undefined ? { remainingAmount: Math.max(0, limits.maxAmount - amount) } : {}),
       ...(oldestMs !== undefined ? { resetsAt: new Date(oldestMs + limits.windowMs).toISOString() } : {}),
     };
-  };
+  }
 
-  setHandler(quotaUsageQuery, (limits) => usage(limits));
-  setHandler(
-    reserveQuotaUpdate,
-    (request: QuotaReservationRequest): QuotaReservation => {
-      updates++;
-      prune(request.windowMs);
-      if (reservations.has(request.reservationId)) return { ok: true, ...usage(request) };
-      const now = usage(request);
-      const tooMany = request.maxCalls !== undefined && now.calls + 1 > request.maxCalls;
-      const tooMuch = request.maxAmount !== undefined && now.amount + request.amount > request.maxAmount;
-      if (tooMany || tooMuch) return { ok: false, ...now };
-      reservations.set(request.reservationId, {
-        atMs: Date.now(),
-        amount: request.amount,
-        ...(typeof request.runId === 'string' ? { runId: request.runId } : {}),
-      });
-      return { ok: true, ...usage(request) };
-    },
-    { validator: validReservation },
-  );
-  setHandler(
-    releaseQuotaUpdate,
-    (request): QuotaUsage => {
-      updates++;
-      // Only the run that reserved releases: a later run of the same write, which found the room held
-      // (its earlier run's effect unknown), never frees it, whatever that run ends with.
-      const held = reservations.get(request.reservationId);
-      if (held && (held.runId === undefined || request.runId === undefined || held.runId === request.runId)) {
-        reservations.delete(request.reservationId);
-      }
-      prune(request.windowMs);
-      return usage(request);
-    },
-    {
-      validator: (request: { reservationId: string; windowMs: number; runId?: string } | null) => {
-        if (
-          typeof request?.reservationId !== 'string' ||
-          !positive(request.windowMs) ||
-          (request.runId !== undefined && typeof request.runId !== 'string')
-        ) {
-          throw new Error('a release names its reservation and window');
-        }
-      },
-    },
-  );
+  /** Admits and counts a reservation in one step; one asked again is answered from what it holds. */
+  reserve(request: QuotaReservationRequest): QuotaReservation {
+    this.updates++;
+    this.prune(request.windowMs);
+    if (this.reservations.has(request.reservationId)) return { ok: true, ...this.usage(request) };
+    const now = this.usage(request);
+    const tooMany = request.maxCalls !== undefined && now.calls + 1 > request.maxCalls;
+    const tooMuch = request.maxAmount !== undefined && now.amount + request.amount > request.maxAmount;
+    if (tooMany || tooMuch) return { ok: false, ...now };
+    this.reservations.set(request.reservationId, {
+      atMs: Date.now(),
+      amount: request.amount,
+      ...(typeof request.runId === 'string' ? { runId: request.runId } : {}),
+    });
+    return { ok: true, ...this.usage(request) };
+  }
 
-  const limit = input.continueAsNewAfter ?? 500;
-  await condition(() => updates >= limit || workflowInfo().continueAsNewSuggested);
-  await condition(allHandlersFinished);
-  await continueAsNew<typeof toolgateQuota>({
-    carried: { reservations: [...reservations] },
-    ...(input.continueAsNewAfter !== undefined ? { continueAsNewAfter: input.continueAsNewAfter } : {}),
-  });
+  /**
+   * Only the run that reserved releases: a later run of the same write, which found the room held
+   * (its earlier run's effect unknown), never frees it, whatever that run ends with.
+   */
+  release(request: QuotaRelease): QuotaUsage {
+    this.updates++;
+    const held = this.reservations.get(request.reservationId);
+    if (held && (held.runId === undefined || request.runId === undefined || held.runId === request.runId)) {
+      this.reservations.delete(request.reservationId);
+    }
+    this.prune(request.windowMs);
+    return this.usage(request);
+  }
+
+  /** What the next run carries. */
+  carried(): [string, Entry][] {
+    return [...this.reservations];
+  }
+
+  /** Drops what left every window this counter was asked about. */
+  private prune(windowMs: number): void {
+    this.longestWindowMs = Math.max(this.longestWindowMs, windowMs);
+    const cutoff = Date.now() - this.longestWindowMs;
+    for (const [id, entry] of this.reservations) if (entry.atMs <= cutoff) this.reservations.delete(id);
+  }
+}
+
+/** A release as its update carries it. */
+type QuotaRelease = { reservationId: string; windowMs: number; runId?: string };
+
+/** Refuses a malformed release before it reaches history. */
+function validRelease(request: QuotaRelease | null): void {
+  if (
+    typeof request?.reservationId !== 'string' ||
+    !positive(request.windowMs) ||
+    (request.runId !== undefined && typeof request.runId !== 'string')
+  ) {
+    throw new Error('a release names its reservation and window');
+  }
 }
 
 /** Refuses a malformed request before it reaches history. */
