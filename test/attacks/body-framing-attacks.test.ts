@@ -64,6 +64,9 @@ function post(input: {
     );
     // A refused body may be cut off mid-write: the answer is what counts.
     outgoing.on('error', (error) => (outgoing.writableEnded ? undefined : reject(error)));
+    // A write the server reset after it answered fails on the socket once the request let go of it;
+    // the request's own handler above has already seen any error that matters.
+    outgoing.on('socket', (socket) => socket.on('error', () => undefined));
     for (let offset = 0; offset < bytes.byteLength; offset += 1024) {
       outgoing.write(bytes.subarray(offset, offset + 1024));
     }
