@@ -7,11 +7,9 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAuditStore, openPostgresAuditStore } from 'toolgate';
 import { runCliCapturing } from '../support/cli-runner';
-// The PostgreSQL server is dev tooling in src/dev/, not part of toolgate's public entries.
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { StartedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { startEmbeddedPostgres } from '../../src/dev/postgres';
+// The PostgreSQL server is test tooling (test/support/), not part of toolgate's public entries.
+import type { StartedPostgres } from '../support/postgres';
+import { startEmbeddedPostgres } from '../support/postgres';
 import type { AuditStoreBacking } from './audit-store-contract';
 import { auditRecord, controlEvent, describeAuditStoreContract } from './audit-store-contract';
 

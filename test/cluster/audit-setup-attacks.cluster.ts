@@ -8,13 +8,10 @@ import { openPostgresAuditStore } from 'toolgate';
 import { auditRecord } from '../audit/audit-store-contract';
 import { runCliCapturing } from '../support/cli-runner';
 
-// The PostgreSQL server and the Temporal schema tool are dev tooling in src/dev/, not public entries.
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { StartedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { startEmbeddedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { resolveTemporalServerBinaries } from '../../src/dev/temporal-server';
+// The PostgreSQL server and the Temporal schema tool are test tooling (test/support/), not public entries.
+import type { StartedPostgres } from '../support/postgres';
+import { startEmbeddedPostgres } from '../support/postgres';
+import { resolveTemporalServerBinaries } from '../support/temporal-server';
 
 // Attacks on the PostgreSQL audit store's set-up, `toolgate audit init` and deploy/temporal/setup.sh,
 // from a review: each test failed while the defect it names was there, and guards its fix. In the

@@ -29,16 +29,12 @@ import {
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
-// The cluster's infrastructure (a PostgreSQL server, a Temporal server built from source) is dev
-// tooling in src/dev/, not part of toolgate's public entries; only this file reaches into it.
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { StartedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { startEmbeddedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { TemporalServer } from '../../src/dev/temporal-server';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { resolveTemporalServerBinaries, startTemporalServer } from '../../src/dev/temporal-server';
+// The cluster's infrastructure (a PostgreSQL server, a Temporal server built from source) is test
+// tooling in test/support/, not part of toolgate's public entries.
+import type { StartedPostgres } from '../support/postgres';
+import { startEmbeddedPostgres } from '../support/postgres';
+import type { TemporalServer } from '../support/temporal-server';
+import { resolveTemporalServerBinaries, startTemporalServer } from '../support/temporal-server';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the same: a dev-only helper, never a public entry
 import { cleanUpOnProcessEnd } from '../../src/dev/process-cleanup';
 

@@ -12,15 +12,11 @@ import { Client } from 'pg';
 import { openPostgresAuditStore, runCli } from 'toolgate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditRecord } from '../audit/audit-store-contract';
-// The cluster's infrastructure is dev tooling in src/dev/, not part of toolgate's public entries.
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { StartedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { startEmbeddedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { TemporalServer, TemporalServerBinaries } from '../../src/dev/temporal-server';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { resolveTemporalServerBinaries, startTemporalServer } from '../../src/dev/temporal-server';
+// The cluster's infrastructure is test tooling (test/support/), not part of toolgate's public entries.
+import type { StartedPostgres } from '../support/postgres';
+import { startEmbeddedPostgres } from '../support/postgres';
+import type { TemporalServer, TemporalServerBinaries } from '../support/temporal-server';
+import { resolveTemporalServerBinaries, startTemporalServer } from '../support/temporal-server';
 
 const projectRoot = resolve(__dirname, '..', '..');
 const script = join(projectRoot, 'deploy', 'temporal', 'setup.sh');

@@ -1,4 +1,4 @@
-// TLS and mTLS against the real Temporal server (src/dev/temporal-server.ts), not only in unit tests:
+// TLS and mTLS against the real Temporal server (test/support/temporal-server.ts), not only in unit tests:
 // the frontend serves a certificate of a throwaway CA (made with the openssl CLI) and requires a client
 // certificate. A worker started with TEMPORAL_TLS_CA/CERT/KEY/SERVER_NAME runs a governed read, the CLI
 // reads its result with the same variables, and a client without the client certificate, or without
@@ -25,13 +25,10 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
-// The cluster's infrastructure is dev tooling in src/dev/, not part of toolgate's public entries.
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { startEmbeddedPostgres } from '../../src/dev/postgres';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import type { TemporalServer } from '../../src/dev/temporal-server';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
-import { resolveTemporalServerBinaries, startTemporalServer } from '../../src/dev/temporal-server';
+// The cluster's infrastructure is test tooling (test/support/), not part of toolgate's public entries.
+import { startEmbeddedPostgres } from '../support/postgres';
+import type { TemporalServer } from '../support/temporal-server';
+import { resolveTemporalServerBinaries, startTemporalServer } from '../support/temporal-server';
 
 const projectRoot = resolve(__dirname, '..', '..');
 const configPath = join(__dirname, 'cluster-toolgate.config.ts');

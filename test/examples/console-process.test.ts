@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keyPaths, openPostgresAuditStore } from 'toolgate';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- dev tooling (a PostgreSQL server), not a public entry
-import { startEmbeddedPostgres } from '../../src/dev/postgres';
+import { startEmbeddedPostgres } from '../support/postgres';
 import type { ConsoleProcess, ConsoleProcessPlan } from '../../examples/orders/start';
 import { startConsoleProcess } from '../../examples/orders/start';
 import { approvalHelpers } from '../support/approval-helpers';

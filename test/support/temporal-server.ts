@@ -1,7 +1,7 @@
 // A real Temporal server, not the dev server: `go.temporal.io/server` built from source into
 // .toolgate/bin with its SQL schema tool, its schema set up by that tool from the module's own schema
 // files on a PostgreSQL server, and the server started on loopback with a generated config. The
-// cluster test (test/cluster/) runs toolgate against it; `npx tsx src/dev/temporal-server.ts` builds
+// cluster test (test/cluster/) runs toolgate against it; `npx tsx test/support/temporal-server.ts` builds
 // (or finds) the binaries and prints where they are, so that CI can build them before the tests.
 import type { ChildProcess } from 'node:child_process';
 import { execFile, spawn } from 'node:child_process';
@@ -14,9 +14,15 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
 import type { TLSConfig } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { prepareNamespace } from './dev-server';
-import { cleanUpOnProcessEnd } from './process-cleanup';
-import { findOnPath, goInstall, isExecutableFile } from './temporal-cli';
+// Run as a script too (`npx tsx test/support/temporal-server.ts`), where the package's entries do not
+// resolve to the sources: the dev tooling the package itself ships (the Temporal CLI's builder, the
+// process cleanup, the namespace's set-up) is imported by path.
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports
+import { prepareNamespace } from '../../src/dev/dev-server';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports
+import { cleanUpOnProcessEnd } from '../../src/dev/process-cleanup';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports
+import { findOnPath, goInstall, isExecutableFile } from '../../src/dev/temporal-cli';
 
 /** The Temporal server release toolgate builds: the server the Temporal CLI v1.5.1 embeds. */
 export const temporalServerVersion = 'v1.29.1';
@@ -75,7 +81,7 @@ export async function resolveTemporalServerBinaries({
     if (!built?.endsWith(` ${wanted}`) || !(await readVersion({ binaryPath: sqlToolPath }))) {
       throw new Error(
         `go install finished, but ${serverPath} or ${sqlToolPath} does not report version ${wanted}. ` +
-          `Fix: delete both and run "npx tsx src/dev/temporal-server.ts" again.`,
+          `Fix: delete both and run "npx tsx test/support/temporal-server.ts" again.`,
       );
     }
     log(`Built the Temporal server ${serverPath} (${built}) and ${sqlToolPath}`);
@@ -483,7 +489,7 @@ function serverConfigYaml(input: {
       grpcPort: ${ports.grpcPort}
       membershipPort: ${ports.membershipPort}
       bindOnIP: "${loopback}"${ports.httpPort === undefined ? '' : `\n      httpPort: ${ports.httpPort}`}`;
-  return `# Written by toolgate's cluster tooling (src/dev/temporal-server.ts).
+  return `# Written by toolgate's cluster tooling (test/support/temporal-server.ts).
 log:
   stdout: true
   level: warn
@@ -556,7 +562,7 @@ function tlsYaml(tls: TemporalServerTls): string {
 }
 
 /** What toolgate needs of the server (update-with-start), and search attributes usable as soon as added. */
-const dynamicConfigYaml = `# Written by toolgate's cluster tooling (src/dev/temporal-server.ts).
+const dynamicConfigYaml = `# Written by toolgate's cluster tooling (test/support/temporal-server.ts).
 frontend.enableExecuteMultiOperation:
   - value: true
 frontend.enableUpdateWorkflowExecution:
