@@ -15,7 +15,7 @@ const workflowSandboxMessage =
 // its public entries, which resolve to src/ here by the source condition. A unit test that needs a
 // module's internals sits next to it in src/.
 const publicEntriesMessage =
-  "import toolgate's public entries ('toolgate', 'toolgate/backend', 'toolgate/testing'), as a user does";
+  "import toolgate's public entries ('toolgate', 'toolgate/admin', 'toolgate/protocol', 'toolgate/backend', 'toolgate/testing'), as a user does";
 
 export default defineConfig(
   {

@@ -15,7 +15,6 @@ import type { OrdersProcess } from '../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../examples/orders/service/orders-process';
 import type { AuditStore, LoadedPolicy, ToolRegistry } from 'toolgate';
 import {
-  ApprovalAdmin,
   checkPolicy,
   createToolRegistry,
   generateKeyPairFiles,
@@ -24,6 +23,7 @@ import {
   readPrivateKey,
   ToolGateClient,
 } from 'toolgate';
+import { ApprovalAdmin } from 'toolgate/admin';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import type { CleanupStack } from './cleanup-stack';
 import { startWithCleanup } from './cleanup-stack';

@@ -1,7 +1,7 @@
 // The pure part of a call, in this process, with no Temporal around it: what toolgate's own
 // decision costs before any round trip.
 import type { LoadedPolicy, ToolRegistry } from 'toolgate';
-import { capProposal, deriveCallId, parseArguments } from 'toolgate';
+import { capProposal, deriveCallId, parseArguments } from 'toolgate/protocol';
 import { evaluatePolicy, validateArguments } from 'toolgate/testing';
 import { benchCallers } from './bench-policy';
 

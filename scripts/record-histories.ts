@@ -8,19 +8,21 @@ import { join, resolve } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Connection } from '@temporalio/client';
 import { generateKeyPairSync } from 'node:crypto';
+import { defineToolContract } from 'toolgate';
 import {
-  approverKeysWorkflowId,
-  defineToolContract,
   enrolApproverKey,
   inviteApprover,
   addGrant,
-  controlsWorkflowId,
-  grantsWorkflowId,
-  quotaWorkflowId,
   revokeGrant,
   signGrant,
   setToolSwitch,
-} from 'toolgate';
+} from 'toolgate/admin';
+import {
+  approverKeysWorkflowId,
+  controlsWorkflowId,
+  grantsWorkflowId,
+  quotaWorkflowId,
+} from 'toolgate/protocol';
 import type { ToolResult } from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { refundOrderContract } from '../examples/orders/orders-contracts';

@@ -1,6 +1,7 @@
-// `toolgate`: what runs in Node (contracts, implementations, policy, config, worker, client, audit,
-// keys, the credential minter, approvals from code, the CLI) and the wire protocol. Named one export
-// at a time.
+// `toolgate`: the agent and worker API: contracts, implementations, policy, config, connections,
+// the worker, the client agents propose through, provider adapters, selection evals, keys, the
+// credential minter and the CLI. Approvers' and operators' code imports `toolgate/admin`; the wire
+// protocol is `toolgate/protocol`. Named one export at a time.
 
 // Tool contracts: what the model sees and what the worker validates and classifies.
 export { defaultExecutionRetry, defineToolContract, ToolDefinitionError } from './tools/define-tool';
@@ -130,8 +131,6 @@ export type { MetricsEndpoint, MetricsEndpointOptions } from './observability/me
 export { startTracing, tracingFromConfig } from './observability/tracing';
 export type { ToolGateTracing, TracingConfig } from './observability/tracing';
 export { traceHeaders } from './observability/spans';
-export { buildAuditReport } from './reporting/audit-report';
-export type { AuditReport } from './reporting/audit-report';
 export type { ToolGateWorkerHandle, WorkerTarget } from './start-worker';
 export { prepareNamespace } from './dev/dev-server';
 export type { PrepareNamespaceOptions } from './dev/dev-server';
@@ -146,6 +145,11 @@ export { toolGateFailureConverterPath } from './connection/failure-converter-pat
 // Agents: the client that proposes calls.
 export { SessionOperationRefused, ToolGateClient } from './client';
 export type { CallInput, SessionEndReason, ToolGateClientOptions } from './client';
+// On whose behalf a call is made (`CallInput.context`), and what a session answers about itself.
+export type { CallOutcome, OpenCircuit, SessionStats, SessionSummary } from './sessions/session';
+export type { SessionAdmission, SessionLimits } from './sessions/rules';
+export { checkContext, describeContext, maxContextClaims, maxContextIdLength } from './calls/call-context';
+export type { CallContext, ContextCheck, ContextSource } from './calls/call-context';
 
 // Agents: the caller's tools in each provider's format, and a turn's tool calls run through toolgate.
 // (The Vercel AI SDK's tools are in `toolgate/ai-sdk`, the MCP server in `toolgate/mcp`.)
@@ -200,78 +204,8 @@ export { callerContracts, selectionToolDefinitions } from './evals/selection-too
 export { recordSelectionInSnapshot, selectionRecordOf } from './evals/selection-record';
 export type { SelectionRecord } from './evals/selection-record';
 
-// Approvers: decisions from code.
-export { ApprovalAdmin } from './approvals/client';
-export { cancelCall } from './calls/client';
-export { listToolSwitches, setToolSwitch } from './controls/client';
-export type { SwitchRefusal } from './controls/client';
-export { controlsQuery, controlsWorkflowId, setSwitchUpdate, toolSwitchSignal } from './controls/protocol';
-export { quotaUsageQuery, quotaWorkflowId } from './quotas/protocol';
-export {
-  addGrant,
-  cosignGrant,
-  listGrants,
-  revokeGrant,
-  signGrant,
-  submitGrantRevocation,
-} from './grants/client';
-export { readGrants, readGrantUse } from './grants/activities';
-export {
-  addGrantUpdate,
-  grantsQuery,
-  grantsWorkflowId,
-  grantUseQuery,
-  releaseGrantUpdate,
-  revokeGrantUpdate,
-  useGrantUpdate,
-} from './grants/protocol';
-export type {
-  GrantEvent,
-  GrantReceipt,
-  GrantRefusal,
-  GrantRevocation,
-  GrantRevoker,
-  GrantsView,
-  GrantUse,
-  GrantUseRequest,
-  GrantView,
-  SignedGrant,
-  SignedGrantRevocation,
-  StandingGrant,
-} from './grants/protocol';
-export { grantQuorum, judgeGrant } from './grants/rules';
-export type { ApplicableQuota, QuotaUsage } from './quotas/protocol';
-export type {
-  ControlEvent,
-  ControlsView,
-  DisabledSwitch,
-  SignedSwitchChange,
-  SwitchChange,
-  SwitchReceipt,
-} from './controls/protocol';
-export type { CancelOutcome } from './calls/client';
-export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './approvals/client';
-// Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.
-export {
-  defaultConsoleUrl,
-  enrolApproverKey,
-  inviteApprover,
-  keyChainOf,
-  listApproverKeys,
-  parseInviteLink,
-  readApproverKeyStatus,
-  revokeApproverKey,
-  sendEnrolment,
-  signEnrolment,
-} from './approver-keys/client';
-export type {
-  ApproverKeysTarget,
-  CreatedInvite,
-  RegistryOutcome,
-  RegistryRefusal,
-} from './approver-keys/client';
-
-// Audit.
+// The audit store every worker writes to (SQLite by default, PostgreSQL when several share one), and
+// the sessions' state it holds.
 export { openSqliteAuditStore } from './audit/audit-store';
 export type { AuditRecord, AuditStore, NotificationDelivery } from './audit/audit-store';
 // PostgreSQL: what several workers on several machines share; `openAuditStore` picks from the config.
@@ -280,13 +214,9 @@ export { openAuditStore } from './audit/open-audit-store';
 export type { AuditStoreConfig } from './audit/open-audit-store';
 // What an audit store of your own receives for each decision attempt (`AuditStore.appendDecisionAttempt`).
 export type { DecisionAttempt } from './shared/temporal';
-// Mining: candidate cases for the selection suite from recorded traffic (`toolgate mine`); never labels.
-export { mineCases } from './mining/mine-cases';
-export type { MiningReport } from './mining/mine-cases';
-export { candidateKinds } from './mining/mined-candidates';
-export type { CandidateKind, MinedCandidate, SessionEnd } from './mining/mined-candidates';
-export { caseFileSkeleton } from './mining/case-skeleton';
-export type { CaseFileSkeleton, SkeletonCase } from './mining/case-skeleton';
+
+export type { SessionStore } from './sessions/store';
+export { openSqliteSessionStore } from './sessions/store';
 
 // Keys and credentials.
 export { generateKeyPairFiles, keyPaths, readPrivateKey, readPublicKeyHex } from './keys/key-files';
@@ -298,89 +228,3 @@ export type { CredentialMinter, ExecutionApproval } from './credentials/credenti
 // exit code and never exits the process (the installed `toolgate` command runs the same function).
 export { runCli } from './cli/run-cli';
 export type { CliOutput, MainOptions as CliOptions } from './cli/main';
-
-// The wire protocol: what a client in another language, or your own workflow or worker code, uses to
-// talk to toolgate's workflows. Their types and ids, the messages each accepts, the proposal's caps
-// and call id, and the exact bytes every signature covers.
-export { toolCallWorkflowType } from './calls/protocol';
-export type { ToolCallInput } from './calls/protocol';
-export {
-  callStateQuery,
-  cancelUpdate,
-  decideUpdate,
-  proposeUpdate,
-  searchAttributes,
-} from './calls/protocol';
-export type {
-  ApprovalState,
-  ApprovalView,
-  CallState,
-  Canceller,
-  Cancellation,
-  CancellationReceipt,
-  DecisionReceipt,
-  DecisionRecord,
-  ProposeRequest,
-  ProposeResponse,
-  SignedCancellation,
-} from './calls/protocol';
-export type { CallOutcome, OpenCircuit, SessionStats, SessionSummary } from './sessions/session';
-// Sessions are state in the audit store (issue 28): a call admits itself; the rest is one short operation.
-export { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/protocol';
-export type {
-  SessionEndClaims,
-  SessionOperation,
-  SessionOperationAnswer,
-  SessionResetClaims,
-} from './sessions/protocol';
-export type { SessionAdmission, SessionLimits } from './sessions/rules';
-export type { SessionStore } from './sessions/store';
-export { openSqliteSessionStore } from './sessions/store';
-export {
-  capProposal,
-  deriveCallId,
-  maxArgumentsBytes,
-  maxArgumentsDepth,
-  maxToolNameLength,
-  maxUserMessageBytes,
-  parseArguments,
-} from './calls/proposal';
-export type { ParsedArguments, Proposal } from './calls/proposal';
-export { checkContext, describeContext, maxContextClaims, maxContextIdLength } from './calls/call-context';
-export type { CallContext, ContextCheck, ContextSource } from './calls/call-context';
-export {
-  addInviteUpdate,
-  approverKeysQuery,
-  approverKeysWorkflowId,
-  approverKeysWorkflowType,
-  enrolKeyUpdate,
-  keyIdOf,
-  revokeKeyUpdate,
-  verifyKeyChain,
-} from './approver-keys/protocol';
-export type {
-  ApproverKeyStatus,
-  ApproverKeysView,
-  ApproverKeyView,
-  Enrolment,
-  Invite,
-  InviteView,
-  KeyChain,
-  KeyChainVerdict,
-  KeyRevocation,
-  RegistryEvent,
-  RegistryReceipt,
-  SignedEnrolment,
-  SignedInvite,
-  SignedKeyRevocation,
-  VerifiedKey,
-} from './approver-keys/protocol';
-export type { ApproverKeysInput } from './approver-keys/workflow';
-export { approvalNonce } from './approvals/protocol';
-export type { DecisionEnvelope, SignedDecision } from './approvals/protocol';
-export { signedText, verifySignature } from './shared/signatures';
-export type { SignatureCheck, SignedKind } from './shared/signatures';
-export { signValue } from './keys/key-files';
-// The activities toolgate's workflows call, by type: for workflow code of your own that calls them.
-export type { ToolCallActivities } from './calls/activities';
-export type { ExecutionInput } from './calls/call-evaluation';

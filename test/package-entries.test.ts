@@ -2,6 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as packageIndex from 'toolgate';
+import * as packageAdmin from 'toolgate/admin';
+import * as packageProtocol from 'toolgate/protocol';
 import * as packageAiSdk from 'toolgate/ai-sdk';
 import * as packageBackend from 'toolgate/backend';
 import * as packageConsole from 'toolgate/console';
@@ -31,6 +33,8 @@ describe('package entries', () => {
     // source files are imported by the path the manifest names, the one place that may name them.
     const loaded = {
       '.': packageIndex,
+      './admin': packageAdmin,
+      './protocol': packageProtocol,
       './backend': packageBackend,
       './testing': packageTesting,
       './mcp': packageMcp,
@@ -46,6 +50,8 @@ describe('package entries', () => {
   it('names the source first, then the declarations, then the built JavaScript, for every entry', () => {
     expect(entries.map(([name]) => name)).toEqual([
       '.',
+      './admin',
+      './protocol',
       './backend',
       './testing',
       './mcp',

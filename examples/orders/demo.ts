@@ -6,7 +6,6 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ToolResult } from 'toolgate';
 import {
-  ApprovalAdmin,
   connectTemporalClient,
   keyPaths,
   loadConfig,
@@ -14,6 +13,7 @@ import {
   resolveTemporalConnection,
   ToolGateClient,
 } from 'toolgate';
+import { ApprovalAdmin } from 'toolgate/admin';
 import { createOrdersApiClient } from './orders-api-client';
 
 const projectRoot = resolve(__dirname, '..', '..');

@@ -17,9 +17,7 @@ import {
   defaultTaskQueue,
   formatCodecKeys,
   generateKeyPairFiles,
-  inviteApprover,
   keyPaths,
-  listApproverKeys,
   loadConfig,
   prepareNamespace,
   readPrivateKey,
@@ -30,6 +28,7 @@ import {
   ToolGateClient,
   withoutTransportSecurity,
 } from 'toolgate';
+import { inviteApprover, listApproverKeys } from 'toolgate/admin';
 import { createMcpToken, mcpTokenVerifier, startMcpHttpServer } from 'toolgate/mcp';
 import { startDevServer } from 'toolgate/testing';
 import { startOrdersProcess } from './service/orders-process';

@@ -1,18 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
+import { checkPolicy, createToolRegistry } from 'toolgate';
+import { listToolSwitches, setToolSwitch } from 'toolgate/admin';
 import {
-  checkPolicy,
   controlsWorkflowId,
-  createToolRegistry,
-  listToolSwitches,
   setSwitchUpdate,
   signValue,
   quotaUsageQuery,
   quotaWorkflowId,
-  setToolSwitch,
-} from 'toolgate';
-import type { ApplicableQuota, PolicyFileInput, ToolResult } from 'toolgate';
+} from 'toolgate/protocol';
+import type { PolicyFileInput, ToolResult } from 'toolgate';
+import type { ApplicableQuota } from 'toolgate/protocol';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { testContracts } from '../support/test-tools';
 import { testPolicy } from '../support/test-policy';

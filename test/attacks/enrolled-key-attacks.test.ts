@@ -10,23 +10,25 @@ import type {
   SignedDecision,
   SignedEnrolment,
   SignedInvite,
-} from 'toolgate';
+} from 'toolgate/protocol';
 import {
-  addInviteUpdate,
-  approverKeysWorkflowId,
-  decideUpdate,
   enrolApproverKey,
-  enrolKeyUpdate,
   inviteApprover,
   keyChainOf,
-  keyIdOf,
   listApproverKeys,
   readApproverKeyStatus,
   revokeApproverKey,
   sendEnrolment,
   signEnrolment,
+} from 'toolgate/admin';
+import {
+  addInviteUpdate,
+  approverKeysWorkflowId,
+  decideUpdate,
+  enrolKeyUpdate,
+  keyIdOf,
   signValue,
-} from 'toolgate';
+} from 'toolgate/protocol';
 import type { ConsoleProcessPlan } from '../../examples/orders/start';
 import { approvalHelpers } from '../support/approval-helpers';
 import { caught } from '../support/caught';

@@ -3,7 +3,7 @@
 // It runs on a worker of its own and sends the activity to the toolgate worker's task queue.
 // The minter, not the workflow, is what must refuse it.
 import { proxyActivities } from '@temporalio/workflow';
-import type { ExecutionInput, ToolCallActivities } from 'toolgate';
+import type { ExecutionInput, ToolCallActivities } from 'toolgate/protocol';
 
 /** What the executor did with a forged execution: ran it, or failed with this type (e.g. `PERMISSION_DENIED`). */
 export type ForgedExecutionOutcome = { ok: true } | { ok: false; type: string; message: string };

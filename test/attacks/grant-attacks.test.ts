@@ -1,29 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { addGrant, cosignGrant, listGrants, revokeGrant, setToolSwitch, signGrant } from 'toolgate/admin';
 import {
-  addGrant,
   addGrantUpdate,
-  cosignGrant,
   grantsWorkflowId,
-  listGrants,
   releaseGrantUpdate,
-  revokeGrant,
   revokeGrantUpdate,
-  setToolSwitch,
-  signGrant,
   signValue,
   useGrantUpdate,
-} from 'toolgate';
-import type {
-  GrantReceipt,
-  GrantRefusal,
-  GrantUseRequest,
-  PolicyFileInput,
-  RiskLevel,
-  SignedGrant,
-  ToolResult,
-} from 'toolgate';
+} from 'toolgate/protocol';
+import type { PolicyFileInput, RiskLevel, ToolResult } from 'toolgate';
+import type { GrantReceipt, GrantRefusal, GrantUseRequest, SignedGrant } from 'toolgate/protocol';
 import type { OrdersApiClient } from '../../examples/orders/orders-api-client';
 import { caught } from '../support/caught';
 import { testPolicy } from '../support/test-policy';

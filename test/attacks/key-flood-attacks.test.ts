@@ -1,19 +1,27 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { DecisionEnvelope, KeyChain, SignedDecision, SignedInvite, SignedKeyRevocation } from 'toolgate';
+import type {
+  DecisionEnvelope,
+  KeyChain,
+  SignedDecision,
+  SignedInvite,
+  SignedKeyRevocation,
+} from 'toolgate/protocol';
 import {
-  addInviteUpdate,
-  approverKeysWorkflowId,
-  decideUpdate,
   enrolApproverKey,
   inviteApprover,
   parseInviteLink,
   revokeApproverKey,
-  revokeKeyUpdate,
   signEnrolment,
+} from 'toolgate/admin';
+import {
+  addInviteUpdate,
+  approverKeysWorkflowId,
+  decideUpdate,
+  revokeKeyUpdate,
   signValue,
-} from 'toolgate';
+} from 'toolgate/protocol';
 import { approvalHelpers } from '../support/approval-helpers';
 import { caught } from '../support/caught';
 import type { ToolGateHarness } from '../support/toolgate-harness';

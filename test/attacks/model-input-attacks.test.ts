@@ -1,8 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import type { DecisionEnvelope, ToolResult } from 'toolgate';
-import { maxArgumentsBytes, maxArgumentsDepth, signValue, ToolGateClient } from 'toolgate';
+import type { ToolResult } from 'toolgate';
+import type { DecisionEnvelope } from 'toolgate/protocol';
+import { ToolGateClient } from 'toolgate';
+import { maxArgumentsBytes, maxArgumentsDepth, signValue } from 'toolgate/protocol';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 

@@ -1,21 +1,19 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { KeyChain, SignedInvite } from 'toolgate';
+import type { KeyChain, SignedInvite } from 'toolgate/protocol';
+import { openSqliteAuditStore } from 'toolgate';
 import {
-  addInviteUpdate,
-  approverKeysWorkflowId,
-  approverKeysWorkflowType,
   enrolApproverKey,
   inviteApprover,
   listApproverKeys,
-  openSqliteAuditStore,
   parseInviteLink,
   readApproverKeyStatus,
   revokeApproverKey,
   sendEnrolment,
   signEnrolment,
-} from 'toolgate';
+} from 'toolgate/admin';
+import { addInviteUpdate, approverKeysWorkflowId, approverKeysWorkflowType } from 'toolgate/protocol';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';

@@ -3,17 +3,10 @@ import type { KeyObject } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
-import type { Proposal, ProposeRequest, ToolResult } from 'toolgate';
-import {
-  capProposal,
-  deriveCallId,
-  keyPaths,
-  proposeUpdate,
-  readPrivateKey,
-  signValue,
-  toolCallWorkflowType,
-  ToolGateClient,
-} from 'toolgate';
+import type { ToolResult } from 'toolgate';
+import type { Proposal, ProposeRequest } from 'toolgate/protocol';
+import { keyPaths, readPrivateKey, ToolGateClient } from 'toolgate';
+import { capProposal, deriveCallId, proposeUpdate, signValue, toolCallWorkflowType } from 'toolgate/protocol';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 

@@ -3,16 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { capProposal } from 'toolgate';
-import type {
-  AuditRecord,
-  AuditStore,
-  ControlEvent,
-  DecisionAttempt,
-  GrantEvent,
-  NotificationDelivery,
-  RegistryEvent,
-} from 'toolgate';
+import { capProposal } from 'toolgate/protocol';
+import type { AuditRecord, AuditStore, DecisionAttempt, NotificationDelivery } from 'toolgate';
+import type { ControlEvent, GrantEvent, RegistryEvent } from 'toolgate/protocol';
 
 /** A kill-switch change attempt, as the store takes it. */
 

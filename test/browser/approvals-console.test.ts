@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { addGrant, listGrants, signGrant } from 'toolgate';
+import { addGrant, listGrants, signGrant } from 'toolgate/admin';
 import type { PolicyFileInput } from 'toolgate';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { signedText, verifySignature } from 'toolgate';
-import type { DecisionEnvelope } from 'toolgate';
+import { signedText, verifySignature } from 'toolgate/protocol';
+import type { DecisionEnvelope } from 'toolgate/protocol';
 import { canonicalJson, digestOf } from 'toolgate/backend';
 
 import { launchBrowser, saveScreenshot } from '../support/browser';

@@ -18,7 +18,6 @@ import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import {
-  ApprovalAdmin,
   checkPolicy,
   createToolRegistry,
   generateKeyPairFiles,
@@ -28,6 +27,7 @@ import {
   ToolGateClient,
   toolGateWorkflowBundle,
 } from 'toolgate';
+import { ApprovalAdmin } from 'toolgate/admin';
 import type { AuditStore } from 'toolgate';
 import type { DevServer } from 'toolgate/testing';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';

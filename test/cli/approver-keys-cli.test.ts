@@ -1,8 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApproverKeysView } from 'toolgate';
-import { defaultConsoleUrl, enrolApproverKey, keyPaths } from 'toolgate';
+import type { ApproverKeysView } from 'toolgate/protocol';
+import { keyPaths } from 'toolgate';
+import { defaultConsoleUrl, enrolApproverKey } from 'toolgate/admin';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';

@@ -6,7 +6,8 @@ import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/se
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from 'toolgate';
-import { runCli, searchAttributes } from 'toolgate';
+import { runCli } from 'toolgate';
+import { searchAttributes } from 'toolgate/protocol';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';

@@ -15,7 +15,6 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import type { AuditStore, PolicyFileInput } from 'toolgate';
 import {
-  ApprovalAdmin,
   checkPolicy,
   createToolRegistry,
   generateKeyPairFiles,
@@ -26,6 +25,7 @@ import {
   ToolGateClient,
   toolGateWorkflowBundle,
 } from 'toolgate';
+import { ApprovalAdmin } from 'toolgate/admin';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';

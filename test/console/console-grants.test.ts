@@ -11,10 +11,11 @@ import {
   revokeGrant,
   signEnrolment,
   signGrant,
-  signValue,
   submitGrantRevocation,
-} from 'toolgate';
-import type { GrantRevocation, GrantRevoker, SignedGrant, ToolResult } from 'toolgate';
+} from 'toolgate/admin';
+import { signValue } from 'toolgate/protocol';
+import type { ToolResult } from 'toolgate';
+import type { GrantRevocation, GrantRevoker, SignedGrant } from 'toolgate/protocol';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ConsoleAnswer } from '../support/console-helpers';

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approverKeysWorkflowId, keyChainOf, revokeApproverKey, signValue } from 'toolgate';
+import { keyChainOf, revokeApproverKey } from 'toolgate/admin';
+import { approverKeysWorkflowId, signValue } from 'toolgate/protocol';
 import { digestOf } from 'toolgate/backend';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
@@ -533,7 +534,7 @@ describe('decisions relayed from the approver’s key', () => {
 describe('enrolment', () => {
   it('refuses an invite link used twice (INVITE_USED)', async () => {
     const first = new ConsoleVisitor(approvals.url, 'dave');
-    const { inviteApprover } = await import('toolgate');
+    const { inviteApprover } = await import('toolgate/admin');
     const { link } = await inviteApprover({
       client: harness.temporal,
       taskQueue: harness.taskQueue,

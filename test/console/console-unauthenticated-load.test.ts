@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signEnrolment } from 'toolgate';
+import { signEnrolment } from 'toolgate/admin';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { startApprovalsConsole } from 'toolgate/console';
 import { harnessPolicy } from '../support/console-helpers';

@@ -2,7 +2,8 @@
 // has no Docker engine, so the test parses the files and holds them to the rules docs/operations.md states.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, posix, resolve } from 'node:path';
-import { keyPaths, searchAttributes } from 'toolgate';
+import { keyPaths } from 'toolgate';
+import { searchAttributes } from 'toolgate/protocol';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 

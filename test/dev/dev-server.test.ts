@@ -6,7 +6,7 @@ import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/se
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { searchAttributes } from 'toolgate';
+import { searchAttributes } from 'toolgate/protocol';
 import type { DevServer } from 'toolgate/testing';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 

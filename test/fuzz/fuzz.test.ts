@@ -2,7 +2,7 @@
 // the tests' worker and orders service. `npm run fuzz` runs the same campaign at any size.
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toolCallWorkflowType } from 'toolgate';
+import { toolCallWorkflowType } from 'toolgate/protocol';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { startHarness } from '../support/toolgate-harness';

@@ -4,7 +4,7 @@
 // retry later succeeds, and a task that keeps failing leaves its run open; both are read here.
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { sessionOperationWorkflowType, toolCallWorkflowType } from 'toolgate';
+import { sessionOperationWorkflowType, toolCallWorkflowType } from 'toolgate/protocol';
 
 const eventTypes = temporal.api.enums.v1.EventType;
 const taskFailedCauses = temporal.api.enums.v1.WorkflowTaskFailedCause;

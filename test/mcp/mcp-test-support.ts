@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 import type { ToolResult } from 'toolgate';
-import { searchAttributes } from 'toolgate';
+import { searchAttributes } from 'toolgate/protocol';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 
 /** The repository's root: child processes run the CLI from source there. */

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditRecord, AuditStore, MiningReport, SessionEnd } from 'toolgate';
-import { caseFileSkeleton, mineCases, openSqliteAuditStore, parseSelectionCases } from 'toolgate';
+import type { AuditRecord, AuditStore } from 'toolgate';
+import type { MiningReport, SessionEnd } from 'toolgate/admin';
+import { openSqliteAuditStore, parseSelectionCases } from 'toolgate';
+import { caseFileSkeleton, mineCases } from 'toolgate/admin';
 
 // Mining's rules on records written straight into an audit store, without a server: what is picked,
 // how it is ranked, what is folded and merged, and the case file a person completes.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capProposal, deriveCallId, maxUserMessageBytes } from 'toolgate';
+import { capProposal, deriveCallId, maxUserMessageBytes } from 'toolgate/protocol';
 
 // The turn's user message travels with a proposal for mining: capped like the rest of a proposal, and
 // never part of what the call is (its id).

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { searchAttributes } from 'toolgate';
+import { searchAttributes } from 'toolgate/protocol';
 import { verifyWebhookSignature } from 'toolgate/backend';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { AuditReport } from 'toolgate';
+import type { AuditReport } from 'toolgate/admin';
 import { approvalHelpers } from '../support/approval-helpers';
 import { harnessCli, runCliCapturing } from '../support/cli-runner';
 import type { ToolGateHarness } from '../support/toolgate-harness';

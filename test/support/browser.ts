@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
-import { inviteApprover } from 'toolgate';
+import { inviteApprover } from 'toolgate/admin';
 import { chromiumInstallHint, findChromium } from './chromium';
 import type { ToolGateHarness } from './toolgate-harness';
 

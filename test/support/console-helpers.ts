@@ -4,16 +4,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
-import type { DecisionEnvelope, LoadedPolicy } from 'toolgate';
-import {
-  checkPolicy,
-  createToolRegistry,
-  inviteApprover,
-  parseInviteLink,
-  resolveCodecKeys,
-  signEnrolment,
-  signValue,
-} from 'toolgate';
+import type { LoadedPolicy } from 'toolgate';
+import type { DecisionEnvelope } from 'toolgate/protocol';
+import { checkPolicy, createToolRegistry, resolveCodecKeys } from 'toolgate';
+import { inviteApprover, parseInviteLink, signEnrolment } from 'toolgate/admin';
+import { signValue } from 'toolgate/protocol';
 import type { ApprovalsConsole } from 'toolgate/console';
 import { startApprovalsConsole } from 'toolgate/console';
 import { ordersContracts } from '../../examples/orders/orders-contracts';

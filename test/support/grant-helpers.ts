@@ -1,4 +1,4 @@
-import { listGrants, revokeGrant } from 'toolgate';
+import { listGrants, revokeGrant } from 'toolgate/admin';
 import type { ToolGateHarness } from './toolgate-harness';
 
 /**

@@ -22,21 +22,19 @@ import type {
   PolicyFileInput,
 } from 'toolgate';
 import {
-  ApprovalAdmin,
   checkPolicy,
   createCredentialMinter,
   createToolRegistry,
   generateKeyPairFiles,
   keyPaths,
   openSqliteAuditStore,
-  readApproverKeyStatus,
-  readGrantUse,
   readPrivateKey,
   resolveConfig,
   resolveTemporalConnection,
   startToolGateWorker,
   ToolGateClient,
 } from 'toolgate';
+import { ApprovalAdmin, readApproverKeyStatus, readGrantUse } from 'toolgate/admin';
 import type { OrdersProcess } from '../../examples/orders/service/orders-process';
 import { startOrdersProcess } from '../../examples/orders/service/orders-process';
 import { createTestTools } from './test-tool-implementations';

@@ -1,5 +1,6 @@
-import { cancelCall, keyPaths, readPrivateKey } from 'toolgate';
-import type { SignedCancellation } from 'toolgate';
+import { keyPaths, readPrivateKey } from 'toolgate';
+import { cancelCall } from 'toolgate/admin';
+import type { SignedCancellation } from 'toolgate/protocol';
 import { describe, expect, it } from 'vitest';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineToolContract } from 'toolgate';
-import type { ApprovalView, ImplementedTool } from 'toolgate';
+import type { ImplementedTool } from 'toolgate';
+import type { ApprovalView } from 'toolgate/protocol';
 import { refundOrderContract } from '../../examples/orders/orders-contracts';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';

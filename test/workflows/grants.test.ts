@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { addGrant, cosignGrant, listGrants, revokeGrant, signGrant } from 'toolgate';
-import type { GrantReceipt, GrantRefusal, RiskLevel, SignedGrant, ToolResult } from 'toolgate';
+import { addGrant, cosignGrant, listGrants, revokeGrant, signGrant } from 'toolgate/admin';
+import type { RiskLevel, ToolResult } from 'toolgate';
+import type { GrantReceipt, GrantRefusal, SignedGrant } from 'toolgate/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { listToolSwitches, setSwitchUpdate, setToolSwitch, signValue } from 'toolgate';
-import type { SignedSwitchChange, SwitchChange } from 'toolgate';
+import { listToolSwitches, setToolSwitch } from 'toolgate/admin';
+import { setSwitchUpdate, signValue } from 'toolgate/protocol';
+import type { SignedSwitchChange, SwitchChange } from 'toolgate/protocol';
 import { describe, expect, it } from 'vitest';
 import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';

@@ -2,19 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { describe, expect, it, vi } from 'vitest';
-import type { CallContext, ProposeRequest, ToolResult } from 'toolgate';
-import {
-  anthropicTools,
-  capProposal,
-  deriveCallId,
-  inputJsonSchema,
-  keyPaths,
-  openAIChatTools,
-  proposeUpdate,
-  readPrivateKey,
-  signValue,
-  toolCallWorkflowType,
-} from 'toolgate';
+import type { CallContext, ToolResult } from 'toolgate';
+import type { ProposeRequest } from 'toolgate/protocol';
+import { anthropicTools, inputJsonSchema, keyPaths, openAIChatTools, readPrivateKey } from 'toolgate';
+import { capProposal, deriveCallId, proposeUpdate, signValue, toolCallWorkflowType } from 'toolgate/protocol';
 import { aiSdkTools } from 'toolgate/ai-sdk';
 import { ordersContracts } from '../../examples/orders/orders-contracts';
 import { approvalHelpers } from '../support/approval-helpers';

@@ -1,4 +1,4 @@
-import { quotaUsageQuery, quotaWorkflowId } from 'toolgate';
+import { quotaUsageQuery, quotaWorkflowId } from 'toolgate/protocol';
 import type { ToolResult } from 'toolgate';
 import { describe, expect, it } from 'vitest';
 import { testPolicy } from '../support/test-policy';

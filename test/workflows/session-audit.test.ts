@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { AuditRecord, ToolResult } from 'toolgate';
-import { capProposal, keyPaths, readPrivateKey, signValue, toolCallWorkflowType } from 'toolgate';
+import { keyPaths, readPrivateKey } from 'toolgate';
+import { capProposal, signValue, toolCallWorkflowType } from 'toolgate/protocol';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 

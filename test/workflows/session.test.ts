@@ -1,14 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
-import {
-  capProposal,
-  keyPaths,
-  readPrivateKey,
-  searchAttributes,
-  SessionOperationRefused,
-  signValue,
-  toolCallWorkflowType,
-} from 'toolgate';
+import { keyPaths, readPrivateKey, SessionOperationRefused } from 'toolgate';
+import { capProposal, searchAttributes, signValue, toolCallWorkflowType } from 'toolgate/protocol';
 import { temporalAddress } from '../support/temporal';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';

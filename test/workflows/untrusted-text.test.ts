@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { addGrant, listGrants, signGrant } from 'toolgate';
+import { addGrant, listGrants, signGrant } from 'toolgate/admin';
 import type { CallContext, PolicyFileInput, ToolResult } from 'toolgate';
 import { revokeOpenGrants } from '../support/grant-helpers';
 import { approvalHelpers } from '../support/approval-helpers';

@@ -11,7 +11,6 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import {
-  ApprovalAdmin,
   generateKeyPairFiles,
   keyPaths,
   loadConfig,
@@ -19,6 +18,7 @@ import {
   startToolGateWorker,
   ToolGateClient,
 } from 'toolgate';
+import { ApprovalAdmin } from 'toolgate/admin';
 import type { KeyOwner, ToolResult } from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { startTicketBackend } from './ticket-backend.js';
