@@ -45,7 +45,9 @@ import {
   problemPage,
   queueEntries,
   queuePage,
+  sessionPage,
 } from './console-pages';
+import { sessionLimitsOf } from '../sessions/activities';
 import type { ConsolePolicy } from './console-policy';
 import type { ConsoleSession } from './console-sessions';
 import { createSessionStore } from './console-sessions';
@@ -112,6 +114,8 @@ const defaultQueueLimit = 50;
 /** The history shows this many closed calls a page, up to this many pages, and this many refused attempts. */
 const historyPageSize = 25;
 const historyPages = 40;
+/** A session id longer than this is no session's (the proposal caps them far below). */
+const maxSessionIdShown = 1_000;
 const refusedShown = 100;
 const assetFiles: Record<string, string> = {
   'console.mjs': 'text/javascript; charset=utf-8',
@@ -493,6 +497,32 @@ function createConsoleApp(input: {
       `relayed ${envelope.decision} on ${callId} by ${envelope.approver}: ${outcome.accepted ? outcome.state : outcome.code}`,
     );
     return c.json(outcome, outcome.accepted ? 200 : 409);
+  });
+
+  app.get('/sessions/:session', page, async (c) => {
+    const { signedIn } = c.get('authenticated');
+    const session = c.req.param('session');
+    const notFound = (message: string) =>
+      c.html(problemPage({ signedIn, title: 'No such session', message }), 404);
+    if (!input.audit) {
+      return notFound(
+        'SESSION_NOT_FOUND: this console reads sessions from the audit store; start it with one.',
+      );
+    }
+    if (session.length > maxSessionIdShown)
+      return notFound(`SESSION_NOT_FOUND: no session ${session.slice(0, 40)}…`);
+    const seen = await input.audit.sessions.stats({ session });
+    const calls = await input.audit.recordsOfSession(session);
+    if (seen.caller === undefined && calls.length === 0) {
+      return notFound(`SESSION_NOT_FOUND: no session ${session} is in the audit store.`);
+    }
+    // The limits the session is judged by are its caller's in the policy (the defaults otherwise).
+    const callerPolicy = seen.caller !== undefined ? ownValue(policy.file.callers, seen.caller) : undefined;
+    const stats = await input.audit.sessions.stats({
+      session,
+      limits: sessionLimitsOf({ callerPolicy: callerPolicy ?? null }),
+    });
+    return c.html(sessionPage({ signedIn, stats, calls }));
   });
 
   app.get('/grants', page, async (c) => {

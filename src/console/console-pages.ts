@@ -5,6 +5,8 @@ import type { ApproverView } from '../policy/load-policy';
 import type { InviteView } from '../approver-keys/protocol';
 import type { GrantView } from '../grants/protocol';
 import type { CallState } from '../calls/protocol';
+import type { AuditRecord } from '../audit/audit-store';
+import type { SessionStats } from '../sessions/session';
 import type { HistoryEntry, PendingQueue, QueueFilter, RefusedAttempt } from './approval-queue';
 import type { DecisionPermission } from './approver-permissions';
 
@@ -202,7 +204,10 @@ export function callPage(input: {
         caller <strong>${state.caller}</strong>${
           state.context ? html` · <span class="acting-for">${describeContext(state.context)}</span>` : ''
         }
-        · session <code>${state.session}</code>
+        · session
+        <a href="/sessions/${encodeURIComponent(state.session)}" id="call-session"
+          ><code>${state.session}</code></a
+        >
       </p>
       ${
         approval
@@ -734,4 +739,114 @@ const explanations: Record<string, string> = {
 /** A refusal code with its meaning in words. */
 export function refusalExplanation(code: string): string {
   return Object.hasOwn(explanations, code) ? `${code}: ${explanations[code]}` : code;
+}
+
+/**
+ * One agent session as its state in the audit store shows it: who it acts for, the steps it used of
+ * its budget, its open circuits and the operators' resets, the untrusted text it read, and its calls
+ * (each linking to its page), oldest first.
+ */
+export function sessionPage(input: {
+  signedIn: SignedIn;
+  stats: SessionStats;
+  calls: readonly AuditRecord[];
+}): Html {
+  const { stats, calls } = input;
+  const circuits = Object.entries(stats.openCircuits);
+  // The store counts every proposal admitted or refused by the budget: past it, the rest is refused.
+  const spent = stats.steps >= stats.stepBudget ? ' (spent: what follows is refused STEP_LIMIT)' : '';
+  const steps = `${stats.steps} steps proposed, budget ${stats.stepBudget}${spent}`;
+  return layout({
+    title: `Session ${stats.session.slice(0, 24)}`,
+    page: 'session',
+    signedIn: input.signedIn,
+    content: html`<h1>Session</h1>
+      <p class="meta">
+        session <code class="wrap" id="session-id">${stats.session}</code><br />
+        caller <strong id="session-caller">${stats.caller ?? '(no call yet)'}</strong>${
+          stats.context ? html` · <span class="acting-for">${describeContext(stats.context)}</span>` : ''
+        }
+      </p>
+      <section id="session-state">
+        <h2>State</h2>
+        <p id="session-status">
+          ${stats.closed ? html`closed: ${stats.closedReason ?? 'ended'}` : 'open'} ·
+          <span id="session-steps">${steps}</span>
+          · loop limit ${stats.loopLimit} · a circuit opens after ${stats.circuitThreshold} failures in a row
+        </p>
+      </section>
+      <section id="session-circuits">
+        <h2>Open circuits</h2>
+        ${
+          circuits.length
+            ? html`<ul>
+                ${circuits.map(
+                  ([tool, circuit]) =>
+                    html`<li>
+                      <strong>${tool}</strong>: ${circuit.code} × ${circuit.count}, open since
+                      <time datetime="${circuit.openedAt}">${circuit.openedAt}</time> (${circuit.reason})
+                    </li>`,
+                )}
+              </ul>`
+            : html`<p class="empty">No tool is refused in this session.</p>`
+        }
+        ${
+          stats.resets?.length
+            ? html`<h3>Resets</h3>
+                <ul id="session-resets">
+                  ${stats.resets.map(
+                    (reset) =>
+                      html`<li>
+                        <strong>${reset.operator}</strong> reset ${reset.tool ?? 'every tool'} at
+                        <time datetime="${reset.at}">${reset.at}</time>: “${reset.reason}”
+                      </li>`,
+                  )}
+                </ul>`
+            : ''
+        }
+      </section>
+      ${
+        stats.untrusted?.length
+          ? html`<section id="session-untrusted">
+              <h2>Untrusted text read</h2>
+              <ul>
+                ${stats.untrusted.map(
+                  (read) =>
+                    html`<li>
+                      <code>${read.source}</code>, read by
+                      <a href="/calls/${encodeURIComponent(read.callId)}">${read.callId.slice(0, 24)}</a> at
+                      <time datetime="${read.at}">${read.at}</time>
+                    </li>`,
+                )}
+              </ul>
+            </section>`
+          : ''
+      }
+      <section id="session-calls">
+        <h2>Calls</h2>
+        ${
+          calls.length
+            ? html`<ol class="cards">
+                ${calls.map(
+                  (record) =>
+                    html`<li class="card">
+                      <div class="card-head">
+                        <a href="/calls/${encodeURIComponent(record.callId)}"
+                          ><strong>${record.tool}</strong></a
+                        >
+                        <span class="outcome outcome-${record.ok ? 'accepted' : 'refused'}"
+                          >${record.code}</span
+                        >
+                      </div>
+                      <p class="meta">
+                        effect ${record.effect} · closed
+                        <time datetime="${record.finishedAt}">${record.finishedAt}</time>
+                      </p>
+                    </li>`,
+                )}
+              </ol>`
+            : html`<p class="empty">No call of this session has closed yet.</p>`
+        }
+      </section>`,
+  });
 }

@@ -37,7 +37,7 @@ export interface ProposalToAdmit {
 }
 
 /** The limits a caller's policy gives its sessions, or the defaults. */
-export function sessionLimitsOf(snapshot: CallerPolicySnapshot): SessionLimits {
+export function sessionLimitsOf(snapshot: Pick<CallerPolicySnapshot, 'callerPolicy'>): SessionLimits {
   const session = snapshot.callerPolicy?.session;
   return {
     stepBudget: session?.stepBudget ?? defaultSessionLimits.stepBudget,

@@ -173,6 +173,8 @@ export const consoleRefusalCodes = [
   'BAD_REQUEST',
   // too many unauthenticated requests from one address (HTTP 429, with Retry-After)
   'RATE_LIMITED',
+  // a session page asked for a session the audit store holds nothing of (HTTP 404)
+  'SESSION_NOT_FOUND',
 ] as const;
 
 /** A reason the approvals console refused a request. */
