@@ -82,7 +82,13 @@ export default defineConfig(
   },
   {
     // What runs in the workflow sandbox: each entity's workflow side and the protocol its clients share.
-    files: ['src/workflows.ts', 'src/*/workflow.ts', 'src/*/workflow-*.ts', 'src/*/protocol.ts'],
+    files: [
+      'src/workflows.ts',
+      'src/*/workflow.ts',
+      'src/*/workflow-*.ts',
+      'src/*/protocol.ts',
+      'src/shared/refusal.ts',
+    ],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',

@@ -120,8 +120,11 @@ export interface AuditStore {
    * first: what mining (`toolgate mine`) reads. Never changes anything.
    */
   recordsBetween(input: { since: string; until: string }): Promise<AuditRecord[]>;
-  /** Every record of a session (its calls and its admission refusals), oldest first. */
-  recordsOfSession(session: string): Promise<AuditRecord[]>;
+  /**
+   * Every record of a session (its calls and its admission refusals), oldest first; with `limit`, only
+   * the newest `limit` of them (still oldest first), so a page can bound what it reads.
+   */
+  recordsOfSession(session: string, options?: { limit?: number }): Promise<AuditRecord[]>;
   /** Appends a decision attempt, accepted or refused; the same (update id, source) twice writes once. */
   appendDecisionAttempt(attempt: DecisionAttempt): Promise<boolean>;
   /** Every decision attempt on a call, oldest first. */
@@ -251,6 +254,9 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     'SELECT record FROM audit_records WHERE recorded_at >= ? AND recorded_at < ? ORDER BY sequence',
   );
   const bySession = database.prepare('SELECT record FROM audit_records WHERE session = ? ORDER BY sequence');
+  const newestOfSession = database.prepare(
+    'SELECT record FROM (SELECT record, sequence FROM audit_records WHERE session = ? ORDER BY sequence DESC LIMIT ?) ORDER BY sequence',
+  );
   const insertAttempt = database.prepare(`
     INSERT OR IGNORE INTO decision_attempts (update_id, source, call_id, recorded_at, attempt)
     VALUES (@updateId, @source, @callId, @recordedAt, @attempt)`);
@@ -312,7 +318,12 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     recordsOf: async (callId) => parse(byCall.all(callId)),
     recent: async (options) => parse(newest.all(options?.limit ?? 50)),
     recordsBetween: async ({ since, until }) => parse(written.all(since, until)),
-    recordsOfSession: async (session) => parse(bySession.all(session)),
+    recordsOfSession: async (session, options = {}) =>
+      parse(
+        options.limit === undefined
+          ? bySession.all(session)
+          : newestOfSession.all(session, Math.max(0, Math.floor(options.limit))),
+      ),
     appendDecisionAttempt: async (attempt) =>
       insertAttempt.run({
         updateId: attempt.updateId,

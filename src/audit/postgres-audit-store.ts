@@ -191,8 +191,13 @@ export async function openPostgresAuditStore(input: {
          ORDER BY sequence`,
         [since, until],
       ),
-    recordsOfSession: (session) =>
-      records('SELECT record FROM audit_records WHERE session = $1 ORDER BY sequence', [session]),
+    recordsOfSession: (session, options = {}) =>
+      options.limit === undefined
+        ? records('SELECT record FROM audit_records WHERE session = $1 ORDER BY sequence', [session])
+        : records(
+            'SELECT record FROM (SELECT record, sequence FROM audit_records WHERE session = $1 ORDER BY sequence DESC LIMIT $2) AS newest ORDER BY sequence',
+            [session, Math.max(0, Math.floor(options.limit))],
+          ),
     appendDecisionAttempt: (attempt) =>
       inserted(
         `INSERT INTO decision_attempts (update_id, source, call_id, attempt)

@@ -47,7 +47,6 @@ import {
   queuePage,
   sessionPage,
 } from './console-pages';
-import { sessionLimitsOf } from '../sessions/activities';
 import type { ConsolePolicy } from './console-policy';
 import type { ConsoleSession } from './console-sessions';
 import { createSessionStore } from './console-sessions';
@@ -116,6 +115,8 @@ const historyPageSize = 25;
 const historyPages = 40;
 /** A session id longer than this is no session's (the proposal caps them far below). */
 const maxSessionIdShown = 1_000;
+/** A session's page lists its newest calls, at most this many. */
+const sessionCallsShown = 200;
 const refusedShown = 100;
 const assetFiles: Record<string, string> = {
   'console.mjs': 'text/javascript; charset=utf-8',
@@ -511,18 +512,18 @@ function createConsoleApp(input: {
     }
     if (session.length > maxSessionIdShown)
       return notFound(`SESSION_NOT_FOUND: no session ${session.slice(0, 40)}…`);
-    const seen = await input.audit.sessions.stats({ session });
-    const calls = await input.audit.recordsOfSession(session);
-    if (seen.caller === undefined && calls.length === 0) {
+    // The limits the session was judged by are kept with its state: the page shows those.
+    const stats = await input.audit.sessions.stats({ session });
+    // Only the owner's records are the session's calls: a proposal another caller (or nobody) sent
+    // into it was refused and recorded under its id, but it is not this session's.
+    const newest = await input.audit.recordsOfSession(session, { limit: sessionCallsShown + 1 });
+    const owned = newest.filter((record) => record.caller === stats.caller);
+    if (stats.caller === undefined || owned.length === 0) {
       return notFound(`SESSION_NOT_FOUND: no session ${session} is in the audit store.`);
     }
-    // The limits the session is judged by are its caller's in the policy (the defaults otherwise).
-    const callerPolicy = seen.caller !== undefined ? ownValue(policy.file.callers, seen.caller) : undefined;
-    const stats = await input.audit.sessions.stats({
-      session,
-      limits: sessionLimitsOf({ callerPolicy: callerPolicy ?? null }),
-    });
-    return c.html(sessionPage({ signedIn, stats, calls }));
+    const more = newest.length > sessionCallsShown;
+    const calls = more ? owned.slice(-sessionCallsShown) : owned;
+    return c.html(sessionPage({ signedIn, stats, calls, more }));
   });
 
   app.get('/grants', page, async (c) => {

@@ -750,6 +750,8 @@ export function sessionPage(input: {
   signedIn: SignedIn;
   stats: SessionStats;
   calls: readonly AuditRecord[];
+  /** True when older calls were left out. */
+  more?: boolean;
 }): Html {
   const { stats, calls } = input;
   const circuits = Object.entries(stats.openCircuits);
@@ -824,6 +826,7 @@ export function sessionPage(input: {
       }
       <section id="session-calls">
         <h2>Calls</h2>
+        ${input.more ? html`<p class="note" id="session-calls-more">Showing the newest ${calls.length} calls.</p>` : ''}
         ${
           calls.length
             ? html`<ol class="cards">

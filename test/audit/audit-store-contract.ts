@@ -247,6 +247,9 @@ export function describeAuditStoreContract(input: {
       await store.append(later);
       expect(await store.recordsOfSession(session)).toEqual([call, refusal, later]);
       expect(await store.recordsOfSession('session-nobody')).toEqual([]);
+      // A page bounds what it reads: the newest records, still oldest first.
+      expect(await store.recordsOfSession(session, { limit: 2 })).toEqual([refusal, later]);
+      expect(await store.recordsOfSession(session, { limit: 0 })).toEqual([]);
     });
 
     it('writes a decision attempt once per update id and source, and lists a call’s attempts oldest first', async () => {

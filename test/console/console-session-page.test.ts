@@ -43,18 +43,30 @@ describe('the session page', () => {
     const second = await read('ORD-1002');
     expect([first.ok, second.ok]).toEqual([true, true]);
     expect((await read('ORD-1003')).code).toBe('STEP_LIMIT');
+    // Another caller's proposal into this session is refused and recorded under its id: not its call.
+    const foreign = await harness.client.call({
+      session,
+      caller: 'test-refunder',
+      tool: 'get_order',
+      arguments: '{"order_id":"ORD-1001"}',
+    });
+    expect(foreign.ok).toBe(false);
+    expect((await harness.audit.recordsOfSession(session)).map((record) => record.callId)).toContain(
+      foreign.callId,
+    );
 
     const { status, page } = await sessionPage(session);
     expect(status).toBe(200);
     expect(page).toContain(`<code class="wrap" id="session-id">${session}</code>`);
     expect(page).toContain('<strong id="session-caller">thrifty-bot</strong>');
-    // thrifty-bot's policy gives it 2 steps (the default is 25): the page judges by the caller's limits,
-    // and counts what the client's stats count (the refused third proposal too).
+    // thrifty-bot's policy gives it 2 steps (the default is 25): the page shows the limits the session
+    // was judged by, and counts what the client's stats count (the refused third proposal too).
     expect(await harness.client.sessionStats(session)).toMatchObject({ steps: 3, stepBudget: 2 });
     expect(page).toContain(
       '<span id="session-steps">3 steps proposed, budget 2 (spent: what follows is refused STEP_LIMIT)</span>',
     );
     for (const call of [first, second]) expect(page).toContain(`href="/calls/${call.callId}"`);
+    expect(page).not.toContain(foreign.callId);
     expect(page).toContain('No tool is refused in this session.');
 
     // The call's page links to its session.

@@ -63,7 +63,8 @@ function layoutProblems(files: SourceFile[]): string[] {
     }
     // Sandbox code (anything that imports a value of @temporalio/workflow) lives in an entity's
     // workflow files or protocol, where the sandbox lint rule applies.
-    const sandbox = /^import \{[^}]*\} from '@temporalio\/workflow';$/m.test(text);
+    // Any value import or re-export (named, namespace or default); a type-only one brings no code.
+    const sandbox = /^(import|export)(?! type )[^;]*from ['"]@temporalio\/workflow['"]/m.test(text);
     const entityFolder = folder !== undefined && entities[folder] !== undefined;
     const workflowSide = name !== undefined && /^(workflow(-[\w-]+)?|protocol)\.ts$/.test(name);
     if (sandbox && !(entityFolder && workflowSide)) {
@@ -111,12 +112,15 @@ describe('the layout follows the entities', () => {
     const planted = [
       ...files.filter((file) => file.path !== 'grants/workflow.ts'),
       { path: 'grants/grant-timer.ts', text: "import { sleep } from '@temporalio/workflow';\n" },
+      { path: 'grants/grant-clock.ts', text: "import * as wf from '@temporalio/workflow';\n" },
+      { path: 'grants/grant-types.ts', text: "import type { Sinks } from '@temporalio/workflow';\n" },
       {
         path: 'grants/workflow.ts',
         text: `${grantsWorkflow}\nexport async function shadowGrants(): Promise<void> {}\n`,
       },
     ];
     expect(layoutProblems(planted).sort()).toEqual([
+      "grants/grant-clock.ts: imports @temporalio/workflow outside an entity's workflow*.ts or protocol.ts",
       "grants/grant-timer.ts: imports @temporalio/workflow outside an entity's workflow*.ts or protocol.ts",
       'grants/workflow.ts: exports the workflow shadowGrants, which src/workflows.ts does not list',
     ]);
