@@ -1,13 +1,10 @@
 import { describeContext } from '../calls/call-context';
 import type { Command } from 'commander';
 import { ApprovalAdmin } from './client';
-import type { AuditStore } from '../audit/audit-store';
-import { openAuditStore } from '../audit/open-audit-store';
 import type { LoadedConfig } from '../config';
-import { connectTemporalClient } from '../connection/temporal-connection';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import type { CliContext, GlobalOptions } from '../cli/cli-context';
-import { commandAction, configOf, connectionSettings } from '../cli/cli-context';
+import { commandAction, withTemporal } from '../cli/cli-context';
 import { formatApprovalRound } from '../cli/format-result';
 
 type DecideOptions = GlobalOptions & { as: string; reason: string; key?: string };
@@ -129,20 +126,7 @@ async function withApprovalAdmin(
   input: { options: GlobalOptions; audited: boolean },
   use: (admin: { admin: ApprovalAdmin; config: LoadedConfig }) => Promise<number>,
 ): Promise<number> {
-  const config = configOf(input.options);
-  const settings = connectionSettings(input.options, config);
-  const { connection, client: temporal } = await connectTemporalClient(settings);
-  let audit: AuditStore | undefined;
-  try {
-    audit = input.audited ? await openAuditStore({ ...config, env: process.env }) : undefined;
-    const admin = new ApprovalAdmin({
-      client: temporal,
-      taskQueue: settings.taskQueue,
-      ...(audit ? { audit } : {}),
-    });
-    return await use({ admin, config });
-  } finally {
-    await audit?.close();
-    await connection.close();
-  }
+  return withTemporal(input, ({ temporal, taskQueue, audit, config }) =>
+    use({ admin: new ApprovalAdmin({ client: temporal, taskQueue, ...(audit ? { audit } : {}) }), config }),
+  );
 }

@@ -2,14 +2,11 @@ import type { Command } from 'commander';
 import type { KeyObject } from 'node:crypto';
 import { inviteApprover, listApproverKeys, maxInviteValidityMs, revokeApproverKey } from './client';
 import type { ApproverKeysTarget } from './client';
-import { openAuditStore } from '../audit/open-audit-store';
-import type { AuditStore } from '../audit/audit-store';
 import type { LoadedConfig } from '../config';
-import { connectTemporalClient } from '../connection/temporal-connection';
 import { keyPaths, readPrivateKey } from '../keys/key-files';
 import { durationMs } from '../shared/durations';
 import type { CliContext, GlobalOptions } from '../cli/cli-context';
-import { commandAction, configOf, connectionSettings } from '../cli/cli-context';
+import { commandAction, withTemporal } from '../cli/cli-context';
 
 type OperatorOptions = GlobalOptions & { as: string; key?: string };
 type InviteOptions = OperatorOptions & { valid: string; consoleUrl?: string };
@@ -171,17 +168,7 @@ async function withRegistry(
   input: { options: GlobalOptions; audited: boolean },
   use: (input: { target: ApproverKeysTarget; config: LoadedConfig }) => Promise<number>,
 ): Promise<number> {
-  const config = configOf(input.options);
-  const settings = connectionSettings(input.options, config);
-  const { connection, client: temporal } = await connectTemporalClient(settings);
-  let audit: AuditStore | undefined;
-  try {
-    audit = input.audited ? await openAuditStore({ ...config, env: process.env }) : undefined;
-    const client = temporal;
-    const target = { client, taskQueue: settings.taskQueue, ...(audit ? { audit } : {}) };
-    return await use({ target, config });
-  } finally {
-    await audit?.close();
-    await connection.close();
-  }
+  return withTemporal(input, ({ temporal, taskQueue, audit, config }) =>
+    use({ target: { client: temporal, taskQueue, ...(audit ? { audit } : {}) }, config }),
+  );
 }

@@ -57,7 +57,7 @@ export async function pipeline(parts: CallParts): Promise<ToolResult> {
 }
 
 /** Steps 1 to 5, in the worker: its answer is recorded, so replay never re-runs contract code. */
-export async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
+async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
   let evaluation: CallEvaluation;
   try {
     evaluation = await proxyLocalActivities<ToolCallActivities>({

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { auditStoreOnFirstUse } from '../audit/open-audit-store';
+import type { Client } from '@temporalio/client';
+import type { AuditStore } from '../audit/audit-store';
+import { auditStoreOnFirstUse, openAuditStore } from '../audit/open-audit-store';
 import { ToolGateClient } from '../client';
 import { loadConfig } from '../config';
 import type { TemporalConnectionSettings } from '../connection/temporal-connection';
@@ -109,6 +111,32 @@ export async function withClient<T>(
   } finally {
     await connection.close();
     await audit.close();
+  }
+}
+
+/**
+ * Runs `use` with a Temporal client on the configured namespace and task queue, and (when `audited`)
+ * the configured audit store; closes both either way.
+ */
+export async function withTemporal<T>(
+  input: { options: GlobalOptions; audited: boolean },
+  use: (opened: {
+    temporal: Client;
+    taskQueue: string;
+    audit?: AuditStore;
+    config: LoadedConfig;
+  }) => Promise<T>,
+): Promise<T> {
+  const config = configOf(input.options);
+  const settings = connectionSettings(input.options, config);
+  const { connection, client: temporal } = await connectTemporalClient(settings);
+  let audit: AuditStore | undefined;
+  try {
+    audit = input.audited ? await openAuditStore({ ...config, env: process.env }) : undefined;
+    return await use({ temporal, taskQueue: settings.taskQueue, ...(audit ? { audit } : {}), config });
+  } finally {
+    await audit?.close();
+    await connection.close();
   }
 }
 

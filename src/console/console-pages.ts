@@ -428,14 +428,7 @@ export function historyPage(input: {
                 ${input.closed.map(
                   ({ record }) =>
                     html`<li class="card">
-                      <div class="card-head">
-                        <a href="/calls/${encodeURIComponent(record.callId)}"
-                          ><strong>${record.tool}</strong></a
-                        >
-                        <span class="outcome outcome-${record.ok ? 'accepted' : 'refused'}"
-                          >${record.code}</span
-                        >
-                      </div>
+                      ${closedCallHead(record)}
                       <p class="meta">
                         caller <strong>${record.caller}</strong> · ${record.riskLevel ?? ''} · closed
                         <time datetime="${record.finishedAt}">${record.finishedAt}</time>
@@ -833,14 +826,7 @@ export function sessionPage(input: {
                 ${calls.map(
                   (record) =>
                     html`<li class="card">
-                      <div class="card-head">
-                        <a href="/calls/${encodeURIComponent(record.callId)}"
-                          ><strong>${record.tool}</strong></a
-                        >
-                        <span class="outcome outcome-${record.ok ? 'accepted' : 'refused'}"
-                          >${record.code}</span
-                        >
-                      </div>
+                      ${closedCallHead(record)}
                       <p class="meta">
                         effect ${record.effect} · closed
                         <time datetime="${record.finishedAt}">${record.finishedAt}</time>
@@ -852,4 +838,12 @@ export function sessionPage(input: {
         }
       </section>`,
   });
+}
+
+/** A closed call's card head: its tool, linking to its page, and the code it ended with. */
+function closedCallHead(record: AuditRecord): Html {
+  return html`<div class="card-head">
+    <a href="/calls/${encodeURIComponent(record.callId)}"><strong>${record.tool}</strong></a>
+    <span class="outcome outcome-${record.ok ? 'accepted' : 'refused'}">${record.code}</span>
+  </div>`;
 }
