@@ -4,12 +4,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
-import {
-  makeWorkflowExporter,
-  OpenTelemetryActivityInboundInterceptor,
-  OpenTelemetryActivityOutboundInterceptor,
-  OpenTelemetryWorkflowClientInterceptor,
-} from '@temporalio/interceptors-opentelemetry';
+import type * as OpenTelemetryInterceptors from '@temporalio/interceptors-opentelemetry';
 import { createApproverKeyActivities } from './approver-keys/activities';
 import { createControlsActivities } from './controls/activities';
 import { createQuotaActivities } from './quotas/activities';
@@ -127,6 +122,11 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
     }),
   };
   const interceptors = options.tuning?.interceptors;
+  // OpenTelemetry's interceptors (and the SDK they pull in) are loaded only by a traced worker.
+  const otel = tracing
+    ? // eslint-disable-next-line @typescript-eslint/no-require-imports -- deliberately lazy, see above
+      (require('@temporalio/interceptors-opentelemetry') as typeof OpenTelemetryInterceptors)
+    : undefined;
   return Worker.create({
     ...options.tuning,
     connection: options.connection,
@@ -144,24 +144,24 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
             ...interceptors,
             activity: [
               ...(interceptors?.activity ?? []),
-              ...(tracing
+              ...(otel
                 ? [
                     (context: ActivityContext) => ({
-                      inbound: new OpenTelemetryActivityInboundInterceptor(context),
-                      outbound: new OpenTelemetryActivityOutboundInterceptor(context),
+                      inbound: new otel.OpenTelemetryActivityInboundInterceptor(context),
+                      outbound: new otel.OpenTelemetryActivityOutboundInterceptor(context),
                     }),
                   ]
                 : []),
               ...(metrics ? [metricsActivityInterceptor(metrics)] : []),
             ],
             // The activities' client (a call's report to its session) carries the trace too.
-            ...(tracing
+            ...(otel
               ? {
                   client: {
                     ...interceptors?.client,
                     workflow: [
                       ...((interceptors?.client?.workflow as WorkflowClientInterceptor[] | undefined) ?? []),
-                      new OpenTelemetryWorkflowClientInterceptor(),
+                      new otel.OpenTelemetryWorkflowClientInterceptor(),
                     ],
                   },
                 }
@@ -170,7 +170,9 @@ export async function createToolGateWorker(options: ToolGateWorkerOptions): Prom
         }
       : {}),
     sinks: <InjectedSinks<ToolGateSinks>>{
-      ...(tracing ? { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } : {}),
+      ...(tracing && otel
+        ? { exporter: otel.makeWorkflowExporter(tracing.spanProcessor, tracing.resource) }
+        : {}),
       audit: {
         // Decision attempts refused by a validator leave no trace in history; this is their record.
         decisionAttempt: {

@@ -6,10 +6,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { getRequestListener } from '@hono/node-server';
+import type * as HonoNodeServer from '@hono/node-server';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { Hono } from 'hono';
-import type { Context } from 'hono';
+import type * as HonoModule from 'hono';
+import type { Context, Hono } from 'hono';
 import { limitBody } from './body-limit';
 import { authorityOf, isLoopbackHost } from '../mcp/http-access';
 import { ConfigurationError } from '../policy/load-policy';
@@ -106,6 +106,9 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     ...(jwtVerifier ? { jwtVerifier } : {}),
     ...(uiOrigin ? { uiOrigin } : {}),
   });
+  // Hono and its Node adapter load with the first codec server, not with toolgate's entry.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deliberately lazy, see above
+  const { getRequestListener } = require('@hono/node-server') as typeof HonoNodeServer;
   const listener = getRequestListener(app.fetch, { hostname: 'localhost', overrideGlobalObjects: false });
   const server = createServer((request, response) => void listener(request, response));
   await new Promise<void>((resolve, reject) => {
@@ -148,7 +151,8 @@ export function createCodecServerApp(input: {
   uiOrigin?: string;
   log?: (line: string) => void;
 }): Hono<CodecServerEnvironment> {
-  const app = new Hono<CodecServerEnvironment>();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded with the first app, see startCodecServer
+  const app = new (require('hono') as typeof HonoModule).Hono<CodecServerEnvironment>();
   const log = input.log ?? (() => undefined);
   const tokenDigest = input.token !== undefined ? digest(input.token) : undefined;
   const jwtVerifier = input.jwtVerifier;

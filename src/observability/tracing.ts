@@ -2,9 +2,10 @@
 // admission, the call's workflow and activities, to the tool's HTTP request to its backend. Off
 // unless configured: then no provider is registered, no interceptor installed, no span made.
 import { context, propagation, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type { Resource } from '@opentelemetry/resources';
+import type * as TraceBase from '@opentelemetry/sdk-trace-base';
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalContextManager } from './async-context-manager';
 
@@ -35,6 +36,14 @@ export function startTracing(input: {
   exporter?: SpanExporter;
   endpoint?: string;
 }): ToolGateTracing {
+  // The SDK and the OTLP exporter (protobufjs among it) are loaded here, not with the module: a process
+  // that never traces (most agents, an untraced worker) does not hold them.
+  /* eslint-disable @typescript-eslint/no-require-imports -- deliberately lazy, see above */
+  const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } =
+    require('@opentelemetry/sdk-trace-base') as typeof TraceBase;
+  const { Resource } = require('@opentelemetry/resources') as typeof Resources;
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const exporter = input.exporter ?? new OTLPTraceExporter(input.endpoint ? { url: input.endpoint } : {});
   const spanProcessor = input.exporter ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter);
   const resource = new Resource({ 'service.name': input.serviceName });
