@@ -342,8 +342,8 @@ function notesFor(dirty: boolean, warned: boolean): string[] {
       'so calls/s is all calls over the whole time. Worker CPU is the worker process (all threads) per call; ' +
       'server CPU is the Temporal server process (from /proc) and client CPU this bench process, over the same phase.',
     'Round trips: counted in the histories of one conversation of governed reads and one of shaped reads (each ' +
-      'session run divided by its calls, read before the session ends, so its end is not counted), one rejection and ' +
-      'one bare run of each kind, taken after the load phases; the timings are those runs only.',
+      'session run divided by its calls, read before the session ends, so its end is not counted), one rejection, one ' +
+      'governed write without approval (a cent) and one bare run of each kind (the bare refund a cent too), taken after the load phases; the timings are those runs only.',
   );
   if (warned) {
     notes.push(
@@ -740,15 +740,16 @@ async function measure(input: { harness: BenchHarness; plan: Plan }): Promise<Me
   };
 }
 
-/** One conversation of governed reads, one rejection and one bare run of each kind, on a quiet system. */
+/** One conversation of governed reads, one rejection, one write and one bare run of each kind, on a quiet system. */
 async function recordHistories(harness: BenchHarness): Promise<HistoryCounts[]> {
   const { client } = harness;
   const session = `bench-history-${randomUUID()}`;
   const rejectSession = `bench-history-${randomUUID()}`;
+  const writeSession = `bench-history-${randomUUID()}`;
   const shaped = shapedCaller(harness);
   const opened = new Set<string>();
   try {
-    return await recordedHistories({ harness, session, rejectSession, shaped, opened });
+    return await recordedHistories({ harness, session, rejectSession, writeSession, shaped, opened });
   } finally {
     // Every session the recording opened is ended, whatever failed (and none it never opened).
     await Promise.all([...opened].map((id) => client.endSession(id).catch(() => undefined)));
@@ -760,11 +761,12 @@ async function recordedHistories(input: {
   harness: BenchHarness;
   session: string;
   rejectSession: string;
+  writeSession: string;
   shaped: ReturnType<typeof shapedCaller>;
   /** The governed sessions proposed to so far, to be ended. */
   opened: Set<string>;
 }): Promise<HistoryCounts[]> {
-  const { harness, session, rejectSession, shaped, opened } = input;
+  const { harness, session, rejectSession, writeSession, shaped, opened } = input;
   const { client, temporal } = harness;
   let callId = '';
   for (let index = 0; index < callsPerSession; index++) {
@@ -785,6 +787,23 @@ async function recordedHistories(input: {
     tool: 'refund_order',
     arguments: invalidRefundArguments,
   });
+  // One governed write without approval and one bare refund, a cent each, after the load phases.
+  if ((await harness.orders.api.getOrder({ orderId: refundOrderId })).refundableCents < 2) {
+    await harness.orders.api.reset();
+  }
+  opened.add(writeSession);
+  const written = await client.call({
+    session: writeSession,
+    caller: benchCallers.refunder,
+    tool: 'refund_order',
+    arguments: JSON.stringify({
+      order_id: refundOrderId,
+      amount_cents: 1,
+      currency: 'BRL',
+      reason: 'damaged',
+    }),
+  });
+  if (written.code !== 'OK') throw new Error(`the history write answered ${written.code}`);
   const bareIds = {
     bareRead: `bench-history-bare-${randomUUID()}`,
     bareLocalRead: `bench-history-local-${randomUUID()}`,
@@ -796,6 +815,12 @@ async function recordedHistories(input: {
       args: [{ orderId: readOrderId }],
     });
   }
+  const bareRefundId = `bench-history-refund-${randomUUID()}`;
+  await temporal.workflow.execute('bareRefund', {
+    taskQueue: harness.bareTaskQueue,
+    workflowId: bareRefundId,
+    args: [{ orderId: refundOrderId, amountCents: 1 }],
+  });
   // One conversation of the bare baseline shaped like governed reads.
   for (let index = 0; index < callsPerSession; index++) {
     await shaped.prepare();
@@ -816,12 +841,24 @@ async function recordedHistories(input: {
       label: 'governed rejection: its call run',
       workflowId: rejected.callId,
     }),
+    await countHistory({
+      temporal,
+      id: 'gov-write',
+      label: 'governed write, no approval: its call run',
+      workflowId: written.callId,
+    }),
     await countHistory({ temporal, id: 'bare-act', label: 'bare, 1 activity', workflowId: bareIds.bareRead }),
     await countHistory({
       temporal,
       id: 'bare-local',
       label: 'bare, 1 local activity',
       workflowId: bareIds.bareLocalRead,
+    }),
+    await countHistory({
+      temporal,
+      id: 'bare-refund',
+      label: 'bare refund, 1 activity',
+      workflowId: bareRefundId,
     }),
     await countHistory({
       temporal,
