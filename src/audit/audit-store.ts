@@ -125,6 +125,8 @@ export interface AuditStore {
    * the newest `limit` of them (still oldest first), so a page can bound what it reads.
    */
   recordsOfSession(session: string, options?: { limit?: number }): Promise<AuditRecord[]>;
+  /** A session's records of one tool that ended `APPROVAL_DENIED`, oldest first (the denial memory reads them). */
+  deniedInSession(input: { session: string; tool: string }): Promise<AuditRecord[]>;
   /** Appends a decision attempt, accepted or refused; the same (update id, source) twice writes once. */
   appendDecisionAttempt(attempt: DecisionAttempt): Promise<boolean>;
   /** Every decision attempt on a call, oldest first. */
@@ -257,6 +259,9 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
   const newestOfSession = database.prepare(
     'SELECT record FROM (SELECT record, sequence FROM audit_records WHERE session = ? ORDER BY sequence DESC LIMIT ?) ORDER BY sequence',
   );
+  const deniedOfSession = database.prepare(
+    "SELECT record FROM audit_records WHERE session = ? AND tool = ? AND code = 'APPROVAL_DENIED' ORDER BY sequence",
+  );
   const insertAttempt = database.prepare(`
     INSERT OR IGNORE INTO decision_attempts (update_id, source, call_id, recorded_at, attempt)
     VALUES (@updateId, @source, @callId, @recordedAt, @attempt)`);
@@ -324,6 +329,7 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
           ? bySession.all(session)
           : newestOfSession.all(session, Math.max(0, Math.floor(options.limit))),
       ),
+    deniedInSession: async ({ session, tool }) => parse(deniedOfSession.all(session, tool)),
     appendDecisionAttempt: async (attempt) =>
       insertAttempt.run({
         updateId: attempt.updateId,

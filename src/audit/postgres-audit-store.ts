@@ -198,6 +198,11 @@ export async function openPostgresAuditStore(input: {
             'SELECT record FROM (SELECT record, sequence FROM audit_records WHERE session = $1 ORDER BY sequence DESC LIMIT $2) AS newest ORDER BY sequence',
             [session, Math.max(0, Math.floor(options.limit))],
           ),
+    deniedInSession: ({ session, tool }) =>
+      records(
+        `SELECT record FROM audit_records WHERE session = $1 AND tool = $2 AND code = 'APPROVAL_DENIED' ORDER BY sequence`,
+        [session, tool],
+      ),
     appendDecisionAttempt: (attempt) =>
       inserted(
         `INSERT INTO decision_attempts (update_id, source, call_id, attempt)

@@ -32,6 +32,7 @@ import { disabledSwitchFor } from '../controls/protocol';
 import { readControls } from '../controls/activities';
 import { coveringGrant, readGrants } from '../grants/activities';
 import { evaluateCall } from './evaluate-call';
+import { deniedAgain, rememberedDenial } from '../approvals/denial-memory';
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
 export const executionFailureTypes = {
@@ -84,6 +85,24 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       );
     }
     return tool;
+  };
+
+  /**
+   * A call that needs approval, denied by a person earlier in its session with these same arguments:
+   * the evaluation that answers it with that denial (no round, no notification). A store that cannot
+   * be read remembers nothing: a person is asked again, the safe side.
+   */
+  const metDenial = async (
+    input: SignedProposal,
+    evaluation: CallEvaluation & { ok: true },
+  ): Promise<CallEvaluation | undefined> => {
+    const { call } = evaluation;
+    if (!call.approval) return undefined;
+    const records = await dependencies.audit
+      .deniedInSession({ session: input.proposal.session, tool: call.tool })
+      .catch(() => []);
+    const denial = rememberedDenial({ records, args: call.args });
+    return denial ? deniedAgain(evaluation, call, denial) : undefined;
   };
 
   const failureFrom = (input: {
@@ -155,6 +174,18 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
           : undefined;
       if (admitted?.signed && !admitted.admission.admitted) {
         const { result } = admitted.admission;
+        // The loop guard stops a call repeated in its session; when a person denied that very call,
+        // their denial is the answer (it says who and why). The session still counts the repetition.
+        if (result.code === 'LOOP_DETECTED') {
+          const repeated = evaluateCall({
+            context,
+            check: { ...input, untrusted: [] },
+            admitted: () => true,
+            disabled: () => undefined,
+          });
+          const denied = repeated.ok ? await metDenial(input, repeated) : undefined;
+          if (denied) return { ...denied, admitted: false };
+        }
         return refusedAtAdmission({ policy: context.policy, caller: input.proposal.caller, result });
       }
       const check: SignedProposal =
@@ -171,6 +202,11 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         admitted: () => admitted?.admission.admitted === true,
         disabled: (call) => disabledSwitchFor(controls, call),
       });
+      // Denial memory, before grants: a standing grant never overrides a person's no to this very call.
+      if (evaluation.ok) {
+        const denied = await metDenial(input, evaluation);
+        if (denied) return denied;
+      }
       // A call that needs approval: does a standing grant cover it now? (Read only here; the call
       // takes a use atomically at step 7, and waits for a human when none is left by then.) Never one
       // the untrusted-text rule holds: a person looks at a write that text the model read may have asked for.

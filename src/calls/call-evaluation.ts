@@ -84,6 +84,8 @@ export interface EvaluationRefusal {
   code: string;
   message: string;
   data?: Record<string, unknown>;
+  /** The answer was decided earlier (a denial met again): nothing new was judged or asked. */
+  replayed?: true;
 }
 
 /** What every evaluation records, whatever it decided. */

@@ -49,7 +49,9 @@ export class CallProposals {
       }
       // A joining proposal is a step of its session like the first: the loop guard counts it.
       const admission = await this.admitJoining({ ...request, callId: this.call.callId });
-      if (!admission.admitted) return { startedRun, result: admission.result };
+      if (!admission.admitted && !this.metSameDenial(admission.result, request.proposal)) {
+        return { startedRun, result: admission.result };
+      }
       // Admitted, but joining a run its own starter's admission refused: that refusal is not this
       // proposal's answer, and the run runs nothing; the client proposes again once it has closed.
       if (this.call.evaluation?.authenticated && !this.call.evaluation.admitted && !this.call.evaluation.ok) {
@@ -87,6 +89,22 @@ export class CallProposals {
         result: this.call.reject({ code: 'INTERNAL_ERROR', message: internalErrorMessage }),
       };
     }
+  }
+
+  /**
+   * The loop guard refused a joining proposal, but the run it joins was answered by a person's
+   * denial of these same arguments (denial memory): that denial is the answer, as for the run.
+   */
+  private metSameDenial(refused: ToolResult, proposal: Proposal): boolean {
+    const evaluation = this.call.evaluation;
+    return (
+      refused.code === 'LOOP_DETECTED' &&
+      evaluation !== undefined &&
+      !evaluation.ok &&
+      evaluation.refusal.replayed === true &&
+      evaluation.refusal.code === 'APPROVAL_DENIED' &&
+      proposalArgumentsDigest(proposal) === proposalArgumentsDigest(this.call.proposal)
+    );
   }
 
   private signedByCaller(request: { proposal: Proposal; signature?: string }): boolean {

@@ -68,8 +68,11 @@ export class CallRun {
     message: string;
     effect?: Effect;
     data?: Record<string, unknown>;
+    replayed?: true;
   }): ToolResult {
-    return rejection({ tool: this.proposal.tool, callId: this.callId, ...input });
+    const { replayed, ...rest } = input;
+    const result = rejection({ tool: this.proposal.tool, callId: this.callId, ...rest });
+    return replayed ? { ...result, replayed } : result;
   }
 
   /** Starts the approval notifications the evaluation recorded (none when it recorded no plan). */

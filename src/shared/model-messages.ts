@@ -157,6 +157,18 @@ export function approvalDeniedMessage(input: { summary: string; approver: string
   );
 }
 
+/** `APPROVAL_DENIED`, `replayed`: the same call was denied earlier in the session; no one was asked again. */
+export function approvalDeniedEarlierMessage(input: {
+  summary: string;
+  approver: string;
+  reason: string;
+}): string {
+  return (
+    `${input.approver} already denied ${input.summary} in this session: "${input.reason}". Nothing was ` +
+    'applied and no one was asked again. Do not propose it again; tell the user why, or propose something different.'
+  );
+}
+
 /** `PERMISSION_DENIED`: the credential minter refused the write. */
 export function mintRefusedMessage(input: { tool: string; reason: string }): string {
   return (

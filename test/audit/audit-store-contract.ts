@@ -252,6 +252,23 @@ export function describeAuditStoreContract(input: {
       expect(await store.recordsOfSession(session, { limit: 0 })).toEqual([]);
     });
 
+    it("gives a session's denials of one tool, oldest first, and nothing else", async () => {
+      const { store } = await fresh();
+      const session = `session-${randomUUID()}`;
+      const denial = (overrides: Partial<AuditRecord> = {}) =>
+        auditRecord({ session, code: 'APPROVAL_DENIED', ok: false, effect: 'none', ...overrides });
+      const first = denial();
+      const second = denial({ validatedArguments: { order_id: 'ORD-1001', amount_cents: 2000 } });
+      await store.append(first);
+      await store.append(auditRecord({ session }));
+      await store.append(denial({ tool: 'cancel_order' }));
+      await store.append(denial({ session: `session-${randomUUID()}` }));
+      await store.append(auditRecord({ session, code: 'APPROVAL_EXPIRED', ok: false, effect: 'none' }));
+      await store.append(second);
+      expect(await store.deniedInSession({ session, tool: 'refund_order' })).toEqual([first, second]);
+      expect(await store.deniedInSession({ session, tool: 'get_order' })).toEqual([]);
+    });
+
     it('writes a decision attempt once per update id and source, and lists a call’s attempts oldest first', async () => {
       const { store } = await fresh();
       const callId = `tc-${randomUUID()}`;
