@@ -5,6 +5,7 @@ import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 import { startWebhookReceiver } from '../support/webhook-receiver';
+import { deliveriesDone as notifierDone, notifierOf as notifierOfRun } from '../support/notifier';
 
 const secretEnv = 'TOOLGATE_TEST_APPROVERS_WEBHOOK_SECRET';
 const secret = 'approvers-channel-secret';
@@ -61,20 +62,8 @@ async function runIdOf(callId: string): Promise<string> {
   return (await harness.temporal.workflow.getHandle(callId).describe()).runId;
 }
 
-/** The workflow the call started to deliver its notifications, found in the call's history. */
-async function notifierOf(callId: string) {
-  const history = await harness.temporal.workflow.getHandle(callId).fetchHistory();
-  const started = history.events
-    ?.map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes)
-    .find((attributes) => attributes);
-  expect(started?.workflowType?.name).toBe('toolgateApprovalNotifications');
-  return harness.temporal.workflow.getHandle(String(started?.workflowId));
-}
-
-/** Waits until the call's notifier finished: once the call closed and every delivery is done. */
-async function deliveriesDone(callId: string): Promise<void> {
-  await (await notifierOf(callId)).result();
-}
+const notifierOf = (callId: string) => notifierOfRun(harness, callId);
+const deliveriesDone = (callId: string) => notifierDone(harness, callId);
 
 describe('approval notifications', () => {
   it('posts one signed Slack-compatible message when a refund waits, and one follow-up when it is approved', async () => {

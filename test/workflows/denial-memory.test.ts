@@ -4,6 +4,7 @@ import { approvalHelpers } from '../support/approval-helpers';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 import { startWebhookReceiver } from '../support/webhook-receiver';
+import { deliveriesDone } from '../support/notifier';
 
 // Denial memory: a refund an approver denied, proposed again in the same session with the same
 // arguments, is answered with that denial at once: no round, no notification, no refund.
@@ -60,11 +61,7 @@ const rememberedAnswer = (callId: string) => ({
 /** Waits until the denied run's notifier has delivered everything, then returns what reached the channel. */
 async function eventsPosted(callId: string): Promise<unknown[]> {
   const [denied] = await harness.audit.recordsOf(callId);
-  const history = await harness.temporal.workflow.getHandle(callId, denied?.runId).fetchHistory();
-  const notifier = history.events
-    ?.map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes)
-    .find((attributes) => attributes);
-  await harness.temporal.workflow.getHandle(String(notifier?.workflowId)).result();
+  await deliveriesDone(harness, callId, denied?.runId);
   return receiver.of(callId).map((post) => post.json.event);
 }
 
