@@ -18,7 +18,7 @@ export {
 export { readGrants, readGrantUse } from './grants/activities';
 export { grantQuorum, judgeGrant } from './grants/rules';
 export type { CancelOutcome } from './calls/client';
-export type { DecisionOutcome, DecisionRefusal, PendingApproval } from './approvals/client';
+export type { DecisionOutcome, DecisionRefusal, EditOutcome, PendingApproval } from './approvals/client';
 
 // Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.
 export {

@@ -21,13 +21,20 @@ export type { ToolDefinition, ToolRegistry } from './tools/tool-registry';
 export {
   cancellationRefusalCodes,
   decisionRefusalCodes,
+  editRefusalCodes,
   errorCodes,
   grantRefusalCodes,
   registryRefusalCodes,
   switchRefusalCodes,
 } from './shared/codes';
-export type { DecisionRefusalCode, ErrorCode, GrantRefusalCode, RegistryRefusalCode } from './shared/codes';
-export type { Effect, ToolResult } from './shared/tool-result';
+export type {
+  DecisionRefusalCode,
+  EditRefusalCode,
+  ErrorCode,
+  GrantRefusalCode,
+  RegistryRefusalCode,
+} from './shared/codes';
+export type { ArgumentsEdited, Effect, ToolResult } from './shared/tool-result';
 
 // Contract snapshots: what each tool promises the model, committed and compared (`toolgate contract`).
 export {

@@ -11,6 +11,7 @@ export {
   callStateQuery,
   cancelUpdate,
   decideUpdate,
+  editUpdate,
   proposeUpdate,
   searchAttributes,
 } from './calls/protocol';
@@ -23,6 +24,8 @@ export type {
   CancellationReceipt,
   DecisionReceipt,
   DecisionRecord,
+  EditReceipt,
+  EditRecord,
   ProposeRequest,
   ProposeResponse,
   SignedCancellation,
@@ -74,8 +77,10 @@ export type {
 } from './approver-keys/protocol';
 export type { ApproverKeysInput } from './approver-keys/workflow';
 export { approvalNonce } from './approvals/protocol';
-export type { DecisionEnvelope, SignedDecision } from './approvals/protocol';
+export type { DecisionEnvelope, EditEnvelope, SignedDecision, SignedEdit } from './approvals/protocol';
 export { signedText, verifySignature } from './shared/signatures';
+// The digests a decision or an edit names: SHA-256 (hex) of the canonical JSON of a value.
+export { canonicalJson, digestOf } from './shared/canonical-json';
 export type { SignatureCheck, SignedKind } from './shared/signatures';
 export { signValue } from './keys/key-files';
 // The activities toolgate's workflows call, by type: for workflow code of your own that calls them.

@@ -4,12 +4,13 @@ import type { KeyObject } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { AuditStore } from '../audit/audit-store';
 import { signValue } from '../keys/key-files';
-import type { DecisionEnvelope, SignedDecision } from './protocol';
+import type { DecisionEnvelope, EditEnvelope, SignedDecision, SignedEdit } from './protocol';
+import { digestOf } from '../shared/canonical-json';
 import type { KeyChain } from '../approver-keys/protocol';
 import { keyIdOf } from '../approver-keys/protocol';
 import { isCallId } from '../calls/proposal';
-import type { CallState, DecisionReceipt } from '../calls/protocol';
-import { callStateQuery, decideUpdate, searchAttributes } from '../calls/protocol';
+import type { CallState, DecisionReceipt, EditReceipt } from '../calls/protocol';
+import { callStateQuery, decideUpdate, editUpdate, searchAttributes } from '../calls/protocol';
 
 /** A call waiting for approval, as an approver's list shows it. */
 export interface PendingApproval {
@@ -32,6 +33,9 @@ export type DecisionRefusal = { accepted: false; code: string; message: string }
 
 /** The answer to a decision: accepted with the round's state, or refused with a decision code. */
 export type DecisionOutcome = ({ accepted: true } & DecisionReceipt) | DecisionRefusal;
+
+/** The answer to an edit: accepted (the round it closed; the next asks for the edited arguments), or refused with an edit code. */
+export type EditOutcome = EditReceipt | DecisionRefusal;
 
 /**
  * The approver's side: lists pending calls, shows one, and sends signed decisions. Every decision
@@ -182,6 +186,107 @@ export class ApprovalAdmin {
     return outcome;
   }
 
+  /**
+   * Signs an edit of the open round's arguments with the approver's key and sends it: `args` are all
+   * the fields as they should run (start from the round's `validatedArguments`; bound parameters as
+   * they are). The call judges them again and, when they hold, asks in a new round for exactly those:
+   * approve it with `decide` (see `waitForRound`). A call with no open round is refused without sending.
+   */
+  async edit(input: {
+    callId: string;
+    approver: string;
+    privateKey: KeyObject;
+    key?: KeyChain;
+    args: Record<string, unknown>;
+    reason: string;
+  }): Promise<EditOutcome> {
+    const state = await this.show(input.callId);
+    const approval = state?.approval;
+    if (!state || !approval || approval.state !== 'pending') {
+      const outcome = closedCallRefusal({ callId: input.callId, state });
+      await this.audit?.appendDecisionAttempt({
+        updateId: randomUUID(),
+        callId: input.callId,
+        runId: approval?.runId ?? '',
+        approver: input.approver,
+        decision: 'edit',
+        outcome: outcome.code,
+        source: 'admin',
+        envelope: null,
+      });
+      return outcome;
+    }
+    const envelope: EditEnvelope = {
+      callId: input.callId,
+      runId: approval.runId,
+      nonce: approval.nonce,
+      argsDigest: approval.argsDigest,
+      previewDigest: approval.previewDigest,
+      contractDigest: approval.contractDigest,
+      editedArgs: input.args,
+      editedDigest: digestOf(input.args),
+      approver: input.approver,
+      reason: input.reason,
+      issuedAt: new Date().toISOString(),
+    };
+    const edit: SignedEdit = {
+      envelope,
+      signature: signValue({ kind: 'edit', value: envelope, privateKey: input.privateKey }),
+      ...(input.key ? { key: input.key } : {}),
+    };
+    return this.sendEdit({ callId: input.callId, edit });
+  }
+
+  /** Sends an already signed edit (the console relaying what an approver's browser signed) and logs the attempt. */
+  async sendEdit(input: { callId: string; edit: SignedEdit }): Promise<EditOutcome> {
+    const updateId = randomUUID();
+    let outcome: EditOutcome;
+    if (!isCallId(input.callId)) {
+      outcome = closedCallRefusal({ callId: input.callId, state: null });
+    } else {
+      try {
+        outcome = await this.client.workflow
+          .getHandle(input.callId)
+          .executeUpdate(editUpdate, { args: [input.edit], updateId });
+      } catch (error) {
+        outcome = refusalOf(error) ?? (await this.closedRunRefusal(input.callId));
+      }
+    }
+    const envelope = input.edit?.envelope as Partial<EditEnvelope> | undefined;
+    await this.audit?.appendDecisionAttempt({
+      updateId,
+      callId: input.callId,
+      runId: typeof envelope?.runId === 'string' ? envelope.runId : '',
+      approver: typeof envelope?.approver === 'string' ? envelope.approver : '(unknown)',
+      decision: 'edit',
+      outcome: outcome.accepted ? 'accepted' : outcome.code,
+      source: 'admin',
+      envelope: envelope ?? null,
+      ...enrolledKeyId(input.edit as unknown as SignedDecision),
+    });
+    return outcome;
+  }
+
+  /**
+   * Waits until the call has an open round after `round` (the one an edit closed), and returns its
+   * state; null when the call ended first (its checks refused the edited arguments, say) or
+   * `timeoutMs` passed.
+   */
+  async waitForRound(input: {
+    callId: string;
+    after: number;
+    timeoutMs?: number;
+  }): Promise<CallState | null> {
+    const deadline = Date.now() + (input.timeoutMs ?? 10_000);
+    for (;;) {
+      const state = await this.show(input.callId).catch(() => null);
+      const approval = state?.approval;
+      if (state && approval && approval.round > input.after && approval.state === 'pending') return state;
+      if (!state || state.stage === 'done' || Date.now() >= deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   /** No run took the decision: says why from the call's last state (decided when it cannot be read). */
   private async closedRunRefusal(callId: string): Promise<DecisionRefusal> {
     let state: CallState | null;
@@ -223,6 +328,14 @@ function closedCallRefusal(input: { callId: string; state: CallState | null }): 
     return { accepted: false, code: 'CALL_NOT_FOUND', message: `No call ${input.callId} is visible to you.` };
   }
   const approval = input.state.approval;
+  if (approval?.state === 'superseded' && approval.editedBy !== undefined) {
+    const why = approval.supersededBecause ?? `${approval.editedBy} edited the arguments`;
+    return {
+      accepted: false,
+      code: 'ALREADY_DECIDED',
+      message: `ALREADY_DECIDED: ${why}: open the call again to see the new round`,
+    };
+  }
   if (approval?.state === 'superseded') {
     const why = approval.supersededBecause ?? "the tool's contract changed";
     return {

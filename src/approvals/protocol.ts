@@ -37,6 +37,35 @@ export interface SignedDecision {
 }
 
 /**
+ * What an approver signs to edit a call's arguments in an open round (kind `edit`): bound to that
+ * round like a decision (call, run, nonce, the digests of its arguments, preview and contract), with
+ * the arguments as they would run and their digest. An edit approves nothing: the call is judged
+ * again with them and asked in a new round, where the approvers sign the edited digests.
+ */
+export interface EditEnvelope {
+  callId: string;
+  runId: string;
+  nonce: string;
+  argsDigest: string;
+  previewDigest: string;
+  contractDigest: string;
+  /** Every field as it would run, bound parameters as the round has them. */
+  editedArgs: Record<string, unknown>;
+  /** `digestOf(editedArgs)`. */
+  editedDigest: string;
+  approver: string;
+  reason: string;
+  issuedAt: string;
+}
+
+/** An edit with its Ed25519 signature (base64url) over kind `edit`, like a `SignedDecision`. */
+export interface SignedEdit {
+  envelope: EditEnvelope;
+  signature: string;
+  key?: KeyChain;
+}
+
+/**
  * The nonce of an approval round, derived (never drawn) from the run, the round number and the
  * preview's digest, so a replayed workflow computes the same one after a code change.
  */
@@ -55,6 +84,11 @@ export interface RoundApproval {
   nonce: string;
   previewDigest: string;
   decisions: SignedDecision[];
+  /**
+   * The edits that made the arguments the round approved, in order: each signed by an approver and
+   * bound to the round it edited; the last one's `editedDigest` is the digest of what runs.
+   */
+  edits?: SignedEdit[];
 }
 
 /**

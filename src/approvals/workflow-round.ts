@@ -10,20 +10,28 @@ import type { ToolCallActivities } from '../calls/activities';
 import type { ApproverKeyStatus, KnownKeyRefusal, VerifiedKey } from '../approver-keys/protocol';
 import { keyIdOf, LearnedKeyStatuses, memoisedKeyChainVerifier } from '../approver-keys/protocol';
 import type { ApproverGrant } from './decision-rules';
-import type { ExecutionApproval, SignedDecision } from './protocol';
+import type { ExecutionApproval, SignedDecision, SignedEdit } from './protocol';
 import { approvalNonce } from './protocol';
 import type { ApprovalRequirement } from '../calls/call-evaluation';
 import { digestOf } from '../shared/canonical-json';
-import type { DecisionRefusalCode } from '../shared/codes';
+import type { DecisionRefusalCode, EditRefusalCode } from '../shared/codes';
 import type { RoundEnding } from '../notifications/notices';
-import { decisionShapeProblem, judgeDecision } from './decision-rules';
+import {
+  decisionShapeProblem,
+  editShapeProblem,
+  judgeDecision,
+  judgeEdit,
+  levelRefusal,
+} from './decision-rules';
 import type {
   ApprovalState,
   ApprovalView,
   CallState,
   DecisionReceipt,
+  EditReceipt,
   RoundSupersession,
 } from '../calls/protocol';
+import type { CallEvaluation } from '../calls/call-evaluation';
 import type { ToolGateSinks } from '../shared/temporal';
 import type { RiskLevel } from '../tools/risk-levels';
 
@@ -53,6 +61,13 @@ export interface ApprovalSubject {
   requirement: ApprovalRequirement;
 }
 
+/** An evaluation of edited arguments that lets them go on (steps 1 to 5 passed). */
+export type JudgedEdit = CallEvaluation & { ok: true };
+
+/** What the evaluation of an edit answered: it may go on, or the code and reason the approver is told. */
+export type EditVerdict =
+  { ok: true; evaluation: JudgedEdit } | { ok: false; code: EditRefusalCode; reason: string };
+
 /**
  * The call judged again under the contract the worker holds now (steps 1 to 5 once more): still in
  * need of approval (`subject`), free to go on without it (`subject` undefined), or stopped.
@@ -65,6 +80,15 @@ const contractActivities = proxyLocalActivities<Pick<ToolCallActivities, 'curren
   startToCloseTimeout: '5s',
   retry: { maximumAttempts: 3, initialInterval: '200ms' },
 });
+
+/** What a decision or an edit for a superseded round is told: edited (decided otherwise), or the contract changed. */
+function supersededRefusal(view: ApprovalView): { code: DecisionRefusalCode; reason: string } {
+  const why = view.supersededBecause ?? "the tool's contract changed";
+  return {
+    code: view.editedBy !== undefined ? 'ALREADY_DECIDED' : 'CONTRACT_CHANGED',
+    reason: `${why}: open the call again to see the new round`,
+  };
+}
 
 /** Why a round no longer holds when the worker's contract of its tool is not the one it was opened under. */
 function contractChangedReason(tool: string): string {
@@ -110,6 +134,8 @@ class ApprovalRound {
   supersededBecause?: string;
   /** Set when the call was cancelled (or its tool disabled) while the round was open: by whom and why. */
   cancelledBecause?: string;
+  /** Set when an approver's edit closed the round: the edit, and the evaluation of the edited arguments. */
+  edit?: { signed: SignedEdit; evaluation: JudgedEdit };
 
   constructor(input: {
     number: number;
@@ -177,6 +203,7 @@ class ApprovalRound {
       ...(this.supersededBecause !== undefined ? { supersededBecause: this.supersededBecause } : {}),
       ...(this.cancelledBecause !== undefined ? { cancelledBecause: this.cancelledBecause } : {}),
       ...(this.supersedes ? { supersedes: this.supersedes } : {}),
+      ...(this.edit ? { editedBy: this.edit.signed.envelope.approver } : {}),
     };
   }
 }
@@ -203,6 +230,8 @@ export class CallApprovals {
   private readonly learnedKeys = new LearnedKeyStatuses();
   /** A chain sent again (a flood reuses one) costs a digest, not three Ed25519 verifications. */
   private readonly verifyChain = memoisedKeyChainVerifier({ maxEntries: 128 });
+  /** How an edit is judged, while `obtain` runs and takes edits. */
+  private judgeEditNow?: (args: Record<string, unknown>) => Promise<EditVerdict>;
 
   constructor(
     private readonly call: {
@@ -247,8 +276,17 @@ export class CallApprovals {
      * `cancelled` unless it was decided in the same breath (the pipeline asks again before execution).
      */
     interruption?: () => { reason: string; stop: () => Stop } | undefined;
+    /**
+     * Judges an approver's edited arguments (steps 1 to 5 with them in the model's place); absent, no
+     * edit is taken. Asked by the edit's handler while the round stays open.
+     */
+    judgeEdit?: (args: Record<string, unknown>) => Promise<EditVerdict>;
+    /** Goes on with an accepted edit's evaluation: the subject of the round that asks for the edited arguments. */
+    applyEdit?: (evaluation: JudgedEdit, edit: SignedEdit) => ApprovalSubject;
   }): Promise<ApprovalOutcome<Stop>> {
     let subject = input.subject;
+    this.judgeEditNow = input.judgeEdit;
+    const edits: SignedEdit[] = [];
     let previewed = await input.preview();
     let supersedes: RoundSupersession | undefined;
     for (let number = 1; ; number++) {
@@ -274,6 +312,18 @@ export class CallApprovals {
         this.settle(round, 'cancelled');
         input.onEnd?.(round.view(), { state: 'cancelled', reason: interruption.reason });
         return { ok: false, ended: 'stopped', stop: interruption.stop() };
+      }
+      if (round.edit && changed !== undefined && input.applyEdit) {
+        // An approver edited the arguments: the call goes on with their evaluation, checked and
+        // previewed again, and asks in a new round for exactly those (the editor signs it too).
+        input.onEnd?.(round.view(), { state: 'superseded', reason: changed });
+        edits.push(round.edit.signed);
+        subject = input.applyEdit(round.edit.evaluation, round.edit.signed);
+        const stop = await input.recheck();
+        if (stop !== undefined) return { ok: false, ended: 'stopped', stop };
+        supersedes = { round: round.number, reason: changed };
+        previewed = await input.preview();
+        continue;
       }
       if (changed !== undefined) {
         // A decision found the contract changed: the handler closed the round already.
@@ -312,6 +362,7 @@ export class CallApprovals {
               nonce: round.nonce,
               previewDigest: round.previewDigest,
               decisions: round.accepted,
+              ...(edits.length > 0 ? { edits } : {}),
             },
           };
         }
@@ -423,7 +474,7 @@ export class CallApprovals {
    */
   private async keyRefusal(
     round: ApprovalRound,
-    decision: SignedDecision,
+    decision: SignedDecision | SignedEdit,
   ): Promise<{ code: DecisionRefusalCode; reason: string } | undefined> {
     const chain = this.verifyChain({
       chain: decision.key,
@@ -479,12 +530,7 @@ export class CallApprovals {
     round: ApprovalRound,
     decision: SignedDecision,
   ): { code: DecisionRefusalCode; reason: string } | undefined {
-    if (round.supersededBecause !== undefined) {
-      return {
-        code: 'CONTRACT_CHANGED',
-        reason: `${round.supersededBecause}: open the call again to see the new round`,
-      };
-    }
+    if (round.supersededBecause !== undefined) return supersededRefusal(round.view());
     if (this.round !== round) {
       return round.state === 'expired'
         ? { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' }
@@ -510,49 +556,13 @@ export class CallApprovals {
       throw this.refuse({ decision, code: 'SIGNATURE_INVALID', reason: `not a signed decision: ${problem}` });
     }
     if (!round) {
-      const last = this.call.state.approval;
-      if (last?.state === 'superseded') {
-        throw this.refuse({
-          decision,
-          code: 'CONTRACT_CHANGED',
-          reason: `${last.supersededBecause ?? "the tool's contract changed"}: open the call again to see the new round`,
-        });
-      }
-      const expired = last?.state === 'expired';
-      throw this.refuse({
-        decision,
-        code: expired ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED',
-        reason: expired ? 'the approval window has closed' : 'this call has no open approval',
-      });
+      throw this.refuse({ decision, ...this.noRoundRefusal() });
     }
-    if (round.supersededBecause !== undefined) {
-      throw this.refuse({
-        decision,
-        code: 'CONTRACT_CHANGED',
-        reason: `${round.supersededBecause}: open the call again to see the new round`,
-      });
-    }
-    if (Date.now() >= round.expiresAtMs) {
-      throw this.refuse({ decision, code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' });
-    }
-    if (round.decided) {
-      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: 'this round is already decided' });
-    }
-    const interrupted = this.call.interrupted?.();
-    if (interrupted !== undefined)
-      throw this.refuse({ decision, code: 'ALREADY_DECIDED', reason: interrupted });
+    const closed = this.openRoundRefusal(round);
+    if (closed) throw this.refuse({ decision, ...closed });
     const judgement = judgeDecision({
       decision,
-      round: {
-        callId: this.call.callId,
-        runId: round.runId,
-        nonce: round.nonce,
-        argsDigest: round.argsDigest,
-        previewDigest: round.previewDigest,
-        contractDigest: round.contractDigest,
-        riskLevel: round.riskLevel,
-        caller: this.call.caller,
-      },
+      round: this.binding(round),
       approvers: this.call.approvers(),
       operators: this.call.operators(),
       decidedBy: { signatures: round.usedSignatures, approvers: round.approvals },
@@ -565,7 +575,152 @@ export class CallApprovals {
     if (known) throw this.refuse({ decision, ...known });
   }
 
-  private refuse(input: { decision: SignedDecision; code: DecisionRefusalCode; reason: string }): Error {
+  /** Why nothing can be decided or edited when no round is open: the last round's state says. */
+  private noRoundRefusal(): { code: DecisionRefusalCode; reason: string } {
+    const last = this.call.state.approval;
+    if (last?.state === 'superseded') return supersededRefusal(last);
+    const expired = last?.state === 'expired';
+    return {
+      code: expired ? 'APPROVAL_EXPIRED' : 'ALREADY_DECIDED',
+      reason: expired ? 'the approval window has closed' : 'this call has no open approval',
+    };
+  }
+
+  /** Why the open round takes nothing now (superseded, expired, decided, the call interrupted), or undefined. */
+  private openRoundRefusal(round: ApprovalRound): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (round.supersededBecause !== undefined) return supersededRefusal(round.view());
+    if (Date.now() >= round.expiresAtMs)
+      return { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' };
+    if (round.decided) return { code: 'ALREADY_DECIDED', reason: 'this round is already decided' };
+    const interrupted = this.call.interrupted?.();
+    if (interrupted !== undefined) return { code: 'ALREADY_DECIDED', reason: interrupted };
+    return undefined;
+  }
+
+  /** The binding of the open round, as a decision or an edit must name it. */
+  private binding(round: ApprovalRound) {
+    return {
+      callId: this.call.callId,
+      runId: round.runId,
+      nonce: round.nonce,
+      argsDigest: round.argsDigest,
+      previewDigest: round.previewDigest,
+      contractDigest: round.contractDigest,
+      riskLevel: round.riskLevel,
+      caller: this.call.caller,
+    };
+  }
+
+  /**
+   * The edit update's validator: the open round's state, then the rules a decision obeys and the
+   * edit's own digest (`judgeEdit`). Refusals here write no history, like a decision's.
+   */
+  validateEdit(edit: SignedEdit): void {
+    const problem = editShapeProblem(edit);
+    if (problem !== undefined) {
+      throw this.refuse({
+        decision: edit,
+        code: 'SIGNATURE_INVALID',
+        reason: `not a signed edit: ${problem}`,
+      });
+    }
+    const round = this.round;
+    if (!round) throw this.refuse({ decision: edit, ...this.noRoundRefusal() });
+    if (!this.judgeEditNow) {
+      throw this.refuse({ decision: edit, code: 'ALREADY_DECIDED', reason: 'this call takes no edits' });
+    }
+    const closed = this.openRoundRefusal(round);
+    if (closed) throw this.refuse({ decision: edit, ...closed });
+    const judgement = judgeEdit({
+      edit,
+      round: this.binding(round),
+      approvers: this.call.approvers(),
+      operators: this.call.operators(),
+      verifyChain: this.verifyChain,
+    });
+    if (!judgement.ok) throw this.refuse({ decision: edit, code: judgement.code, reason: judgement.reason });
+    if (round.usedSignatures.includes(edit.signature)) {
+      throw this.refuse({ decision: edit, code: 'DECISION_REPLAYED', reason: 'this edit was already sent' });
+    }
+    const known = judgement.key ? this.knownKeyRefusal(round, judgement.key) : undefined;
+    if (known) throw this.refuse({ decision: edit, ...known });
+  }
+
+  /**
+   * An edit that passed the validator: the registry is asked about an enrolled key, the worker about
+   * the contract, then the edited arguments are judged (steps 1 to 5 with them) while the round stays
+   * open. When they hold, and the editor's grant covers their risk level, the round closes superseded
+   * and the approval loop asks in a new round for the edited arguments. Any refusal leaves the round
+   * as it was.
+   */
+  async edit(edit: SignedEdit): Promise<EditReceipt> {
+    const round = this.round;
+    const judge = this.judgeEditNow;
+    if (!round || !judge)
+      throw this.refuse({ decision: edit, code: 'ALREADY_DECIDED', reason: 'no approval is open' });
+    if (edit.key !== undefined) {
+      const keyRefusal = await this.keyRefusal(round, edit);
+      if (keyRefusal) throw this.refuse({ decision: edit, ...keyRefusal });
+    }
+    const current = await this.currentContractDigest(round.tool);
+    const refusal = this.editRefusal(round, edit) ?? this.contractRefusal(round, current);
+    if (refusal) throw this.refuse({ decision: edit, ...refusal });
+    const verdict = await judge(edit.envelope.editedArgs);
+    // The round may have been decided, edited or closed while the edit was judged.
+    const meanwhile = this.editRefusal(round, edit);
+    if (meanwhile) throw this.refuse({ decision: edit, ...meanwhile });
+    if (!verdict.ok) throw this.refuse({ decision: edit, code: verdict.code, reason: verdict.reason });
+    const { envelope } = edit;
+    const riskLevel = verdict.evaluation.call.riskLevel;
+    const grant = this.call.approvers()?.[envelope.approver];
+    const beyond = grant
+      ? levelRefusal({ approver: envelope.approver, grant, riskLevel })
+      : { code: 'APPROVER_UNKNOWN' as const, reason: 'no such approver' };
+    if (beyond) throw this.refuse({ decision: edit, code: beyond.code, reason: beyond.reason });
+    round.usedSignatures.push(edit.signature);
+    round.edit = { signed: edit, evaluation: verdict.evaluation };
+    this.record({ decision: edit, outcome: 'accepted', round: round.number });
+    this.call.state.edits = [
+      ...(this.call.state.edits ?? []),
+      {
+        approver: envelope.approver,
+        reason: envelope.reason,
+        round: round.number,
+        argsDigest: round.argsDigest,
+        editedDigest: envelope.editedDigest,
+        proposedArguments: this.call.state.validatedArguments ?? {},
+        editedArguments: verdict.evaluation.call.args,
+        riskLevel,
+        at: new Date(Date.now()).toISOString(),
+      },
+    ];
+    this.supersede(round, `${envelope.approver} edited the arguments: ${envelope.reason}`);
+    return { accepted: true, round: round.number, editedDigest: envelope.editedDigest, riskLevel };
+  }
+
+  /** The open round's refusals of an edit, checked again after the handler waited. */
+  private editRefusal(
+    round: ApprovalRound,
+    edit: SignedEdit,
+  ): { code: DecisionRefusalCode; reason: string } | undefined {
+    if (this.round !== round && round.supersededBecause === undefined) {
+      return round.state === 'expired'
+        ? { code: 'APPROVAL_EXPIRED', reason: 'the approval window has closed' }
+        : { code: 'ALREADY_DECIDED', reason: 'this round is already decided' };
+    }
+    const closed = this.openRoundRefusal(round);
+    if (closed) return closed;
+    if (round.usedSignatures.includes(edit.signature)) {
+      return { code: 'DECISION_REPLAYED', reason: 'this edit was already sent' };
+    }
+    return undefined;
+  }
+
+  private refuse(input: {
+    decision: SignedDecision | SignedEdit;
+    code: EditRefusalCode;
+    reason: string;
+  }): Error {
     this.record({ decision: input.decision, outcome: input.code, round: this.round?.number ?? 0 });
     return ApplicationFailure.create({
       type: input.code,
@@ -575,11 +730,12 @@ export class CallApprovals {
   }
 
   /** Accepted decisions join the call's state; every attempt goes to the audit sink (not during replay). */
-  private record(input: { decision: SignedDecision; outcome: string; round: number }): void {
-    const envelope = input.decision?.envelope;
+  private record(input: { decision: SignedDecision | SignedEdit; outcome: string; round: number }): void {
+    const envelope = input.decision?.envelope as Partial<SignedDecision['envelope'] & SignedEdit['envelope']>;
     const approver = typeof envelope?.approver === 'string' ? envelope.approver : '(unknown)';
-    const decision = typeof envelope?.decision === 'string' ? envelope.decision : '(none)';
-    if (input.outcome === 'accepted') {
+    const isEdit = typeof envelope?.editedDigest === 'string' || typeof envelope?.editedArgs === 'object';
+    const decision = isEdit ? 'edit' : typeof envelope?.decision === 'string' ? envelope.decision : '(none)';
+    if (input.outcome === 'accepted' && !isEdit && envelope?.decision) {
       this.call.state.decisions.push({
         approver,
         decision: envelope.decision,

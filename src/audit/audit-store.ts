@@ -6,7 +6,7 @@ import { auditedRawArguments } from '../calls/proposal';
 import type { RegistryEvent } from '../approver-keys/protocol';
 import type { ControlEvent } from '../controls/protocol';
 import type { GrantEvent } from '../grants/protocol';
-import type { DecisionRecord } from '../calls/protocol';
+import type { DecisionRecord, EditRecord } from '../calls/protocol';
 import type { AdmissionRefusal, DecisionAttempt } from '../shared/temporal';
 import type { ToolResult } from '../shared/tool-result';
 
@@ -29,6 +29,8 @@ export interface AuditRecord {
   policyVersion?: string;
   /** Accepted decisions, in order. */
   decisions?: DecisionRecord[];
+  /** Approvers' edits of the arguments, in order: who, why, both versions and their digests. */
+  edits?: EditRecord[];
   /** The standing grant that approved the call instead of decisions: its id and approvers. */
   grant?: { grantId: string; approvers: string[] };
   code: string;

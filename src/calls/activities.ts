@@ -87,6 +87,14 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     return tool;
   };
 
+  const evaluationContext = () => ({
+    registry,
+    policy: dependencies.policy(),
+    capabilities,
+    retry: dependencies.retry,
+    ...(dependencies.notifications ? { notifications: dependencies.notifications } : {}),
+  });
+
   /**
    * A call that needs approval, denied by a person earlier in its session with these same arguments:
    * the evaluation that answers it with that denial (no round, no notification). A store that cannot
@@ -143,13 +151,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
      * policy), run as a local activity: the call records this answer and never runs tool code itself.
      */
     async evaluateCall(input: SignedProposal): Promise<CallEvaluation> {
-      const context = {
-        registry,
-        policy: dependencies.policy(),
-        capabilities,
-        retry: dependencies.retry,
-        ...(dependencies.notifications ? { notifications: dependencies.notifications } : {}),
-      };
+      const context = evaluationContext();
       // Step 0, the session's admission, in the same local activity: the signature, then one transaction
       // of the store. Asked again under the same proposal id (a retried attempt, a call judged again after
       // a deploy), it answers what it answered and counts nothing twice.
@@ -227,6 +229,35 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
         if (grant) return { ...evaluation, call: { ...call, standingGrant: grant.grantId } };
       }
       return evaluation;
+    },
+
+    /**
+     * Steps 1 to 5 once more for an approver's edit of a waiting call's arguments, run as a local
+     * activity: the proposal as the first evaluation judged it (its signature, its session's answer
+     * under the same proposal id, which counts nothing twice, the kill switch now), with the edited
+     * arguments in the model's place. No denial memory and no standing grant: a person is deciding.
+     */
+    async evaluateEdit(input: SignedProposal & { edited: Record<string, unknown> }): Promise<CallEvaluation> {
+      const context = evaluationContext();
+      const admitted =
+        input.proposalId !== undefined
+          ? await admitProposal({
+              policy: context.policy,
+              audit: dependencies.audit,
+              proposal: { ...input, proposalId: input.proposalId },
+            })
+          : undefined;
+      const untrusted =
+        admitted?.admission.admitted && admitted.admission.untrusted ? admitted.admission.untrusted : [];
+      const { client, info } = Context.current();
+      const controls = await readControls({ client, taskQueue: info.taskQueue });
+      return evaluateCall({
+        context,
+        check: { ...input, untrusted },
+        admitted: () => admitted?.admission.admitted === true,
+        disabled: (call) => disabledSwitchFor(controls, call),
+        edited: input.edited,
+      });
     },
 
     /**

@@ -8,7 +8,9 @@ import { boundValues, checkContext, contextValue } from './call-context';
 import {
   argumentsTooLargeMessage,
   argumentsUnreadableMessage,
+  boundParameterEditedMessage,
   boundParameterSentMessage,
+  resourceEditedMessage,
   contextInvalidMessage,
   contextRequiredMessage,
   untrustedTextReadMessage,
@@ -29,6 +31,7 @@ import { describeUntrustedReads } from '../shared/untrusted-text';
 import { disabledData } from '../controls/protocol';
 import { ownValue } from '../shared/own-records';
 import { deriveCallId, parseArguments } from './proposal';
+import { canonicalJson } from '../shared/canonical-json';
 import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract, ExecutionRetry } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
@@ -56,6 +59,13 @@ export function evaluateCall(input: {
   admitted: (check: SignedProposal) => boolean;
   /** The kill switch that stops this caller's calls of the tool now, if one is off. */
   disabled?: (input: { tool: string; caller: string }) => DisabledSwitch | undefined;
+  /**
+   * An approver's edit of the arguments (all fields, bound ones as the call has them): the proposal
+   * is judged as before up to its parsing, then these arguments take the model's place. A bound
+   * parameter edited is `BOUND_PARAMETER_EDITED`; another resource than the proposal's is
+   * `RESOURCE_EDITED`; the schema, risk level and policy judge them as they would the model's.
+   */
+  edited?: Record<string, unknown>;
 }): CallEvaluation {
   const { context, check } = input;
   const { proposal, callId } = check;
@@ -147,8 +157,12 @@ export function evaluateCall(input: {
   const parsed = parseArguments(proposal.rawArguments);
   if (!parsed.ok) return refuse({ code: 'INVALID_JSON', message: parsed.message });
 
-  const bound = bindParameters({ contract, value: parsed.value, context: actingFor.context });
+  let bound = bindParameters({ contract, value: parsed.value, context: actingFor.context });
   if (!bound.ok) return refuse(bound.refusal);
+  if (input.edited) {
+    bound = editedParameters({ contract, proposed: bound.value, edited: input.edited });
+    if (!bound.ok) return refuse(bound.refusal);
+  }
   const validation = validateArguments({ contract, value: bound.value });
   if (!validation.ok) {
     return refuse({
@@ -291,6 +305,58 @@ function bindParameters(input: {
   });
   if (missing.length > 0) return refused('CONTEXT_REQUIRED', missing);
   return { ok: true, value: { ...value, ...boundValues({ boundParameters, context }) } };
+}
+
+/**
+ * An approver's edited arguments in place of the proposed ones (bound parameters filled): refused
+ * when a bound parameter differs from the proposal's (`BOUND_PARAMETER_EDITED`) or, once both
+ * validate, when they act on another resource (`RESOURCE_EDITED`; the edited ones are validated by
+ * the caller next).
+ */
+function editedParameters(input: {
+  contract: AnyToolContract;
+  proposed: Record<string, unknown>;
+  edited: Record<string, unknown>;
+}): { ok: true; value: Record<string, unknown> } | { ok: false; refusal: EvaluationRefusal } {
+  const { contract, proposed, edited } = input;
+  const changed = Object.keys(contract.boundParameters ?? {}).filter(
+    (field) => canonicalJson(proposed[field] ?? null) !== canonicalJson(edited[field] ?? null),
+  );
+  if (changed.length > 0) {
+    return {
+      ok: false,
+      refusal: {
+        code: 'BOUND_PARAMETER_EDITED',
+        message: boundParameterEditedMessage({ tool: contract.name, fields: changed }),
+        data: { fields: changed },
+      },
+    };
+  }
+  const before = validateArguments({ contract, value: proposed });
+  const after = validateArguments({ contract, value: edited });
+  if (before.ok && after.ok) {
+    const was = resourceOf(contract, before.args);
+    const now = resourceOf(contract, after.args);
+    if (was !== now) {
+      return {
+        ok: false,
+        refusal: {
+          code: 'RESOURCE_EDITED',
+          message: resourceEditedMessage({ tool: contract.name, was, now }),
+          data: { resource: was, edited: now },
+        },
+      };
+    }
+  }
+  return { ok: true, value: edited };
+}
+
+function resourceOf(contract: AnyToolContract, args: Record<string, unknown>): string {
+  try {
+    return contract.resource(args);
+  } catch {
+    return '(unreadable)';
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { CallContext } from './call-context';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { DecisionEnvelope, SignedDecision } from '../approvals/protocol';
+import type { DecisionEnvelope, SignedDecision, SignedEdit } from '../approvals/protocol';
 import type { Proposal } from './proposal';
 import type { ToolResult } from '../shared/tool-result';
 
@@ -80,6 +80,25 @@ export interface ApprovalView {
   supersededBecause?: string;
   /** On a round opened in place of another: which one, and why. */
   supersedes?: RoundSupersession;
+  /** On a round an approver's edit superseded: who edited (decisions for it are then `ALREADY_DECIDED`). */
+  editedBy?: string;
+}
+
+/** One accepted edit of a call's arguments: who, why, in which round, both versions and their digests. */
+export interface EditRecord {
+  approver: string;
+  reason: string;
+  /** The round it edited; the next round asks for the edited arguments. */
+  round: number;
+  /** The digest of the arguments before the edit (the round's), and of the edited ones. */
+  argsDigest: string;
+  editedDigest: string;
+  /** The validated arguments before the edit, and after it (as the evaluation judged them). */
+  proposedArguments: Record<string, unknown>;
+  editedArguments: Record<string, unknown>;
+  /** The risk level of the edited arguments. */
+  riskLevel: string;
+  at: string;
 }
 
 /** What a call is doing now, for the client's `result(callId, { wait: false })`, the CLI and approvers. */
@@ -96,6 +115,8 @@ export interface CallState {
   approvalRule?: string;
   approval?: ApprovalView;
   decisions: DecisionRecord[];
+  /** Approvers' edits of the arguments, in order (absent: none). */
+  edits?: EditRecord[];
   /**
    * Step 7 by a standing grant: the grant the call used (its id, approvers, reason, expiry), or why the
    * grant its evaluation saw no longer covered it (the call then waited for a human). Absent: no grant
@@ -122,6 +143,22 @@ export interface DecisionReceipt {
 
 /** Delivers one signed decision; its validator refuses with a decision code before anything is recorded. */
 export const decideUpdate = defineUpdate<DecisionReceipt, [SignedDecision]>('decide');
+
+/** What the editing approver learns when an edit is accepted: the round it closed, and the edited call's risk level. */
+export interface EditReceipt {
+  accepted: true;
+  /** The round the edit superseded; the next one asks for the edited arguments. */
+  round: number;
+  editedDigest: string;
+  riskLevel: string;
+}
+
+/**
+ * Delivers one signed edit of the open round's arguments. Its validator refuses with a decision code
+ * before anything is recorded; the handler has the edit judged (schema, bound parameters, resource,
+ * risk level, policy, the editor's grant) and refuses with an edit code, the round open as it was.
+ */
+export const editUpdate = defineUpdate<EditReceipt, [SignedEdit]>('edit');
 
 /** Who cancels a waiting call: the call's own caller (its harness's key) or an operator (their key). */
 export type Canceller = { caller: string } | { operator: string };

@@ -1,12 +1,17 @@
 import { log, proxyLocalActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { ToolCallActivities } from './activities';
 import type { ExecutionApproval } from '../approvals/protocol';
-import type { ApprovalSubject, CallApprovals } from '../approvals/workflow-round';
-import type { ApprovalRequirement, CallEvaluation, EvaluatedCall } from './call-evaluation';
+import type { ApprovalSubject, CallApprovals, EditVerdict } from '../approvals/workflow-round';
+import type { EditRecord } from './protocol';
+import { canonicalJson } from '../shared/canonical-json';
+import type { EditRefusalCode } from '../shared/codes';
+import { editRefusalCodes } from '../shared/codes';
+import type { ApprovalRequirement, CallEvaluation, EvaluatedCall, SignedProposal } from './call-evaluation';
 import {
   approvalDeniedMessage,
   approvalExpiredMessage,
   approvalPendingMessage,
+  argumentsEditedNote,
   evaluationFailedMessage,
 } from '../shared/model-messages';
 import type { ToolResult } from '../shared/tool-result';
@@ -30,7 +35,7 @@ export interface CallParts {
  * nothing changes the world before execution.
  */
 export async function pipeline(parts: CallParts): Promise<ToolResult> {
-  const { run, cancellation, reservations, toolSwitch } = parts;
+  const { run, reservations, toolSwitch } = parts;
   // Steps 1 to 5: signature, tool, allowlist, call id, parse, schema, risk level, policy.
   const evaluated = await evaluate(run);
   if (!evaluated.ok) return evaluated.result;
@@ -42,6 +47,16 @@ export async function pipeline(parts: CallParts): Promise<ToolResult> {
   const checked = await steps.check();
   if (!checked.ok) return checked.result;
   // Step 7: human approval, when the risk level is above the caller's autonomy.
+  const proposed = steps.evaluated.args;
+  const result = await approveAndRun(parts, steps);
+  // The model is told when an approver edited its arguments, field by field, whatever the outcome.
+  const edits = parts.run.state.edits;
+  return edits?.length ? withEdits({ result, proposed, ran: steps.evaluated.args, edits }) : result;
+}
+
+/** Steps 7 to 9, and the call's success. */
+async function approveAndRun(parts: CallParts, steps: ToolSteps): Promise<ToolResult> {
+  const { cancellation } = parts;
   const approved = await approve(parts, steps);
   if (!approved.ok) return approved.result;
   // A cancellation accepted while the round was open, handled as its last decision came in.
@@ -56,19 +71,45 @@ export async function pipeline(parts: CallParts): Promise<ToolResult> {
   return steps.succeeded(executed.value);
 }
 
-/** Steps 1 to 5, in the worker: its answer is recorded, so replay never re-runs contract code. */
-async function evaluate(call: CallRun): Promise<Step<EvaluatedCall>> {
+/** The result with the approvers' edits: who, why, each field that changed; the message says so on a success. */
+function withEdits(input: {
+  result: ToolResult;
+  proposed: Record<string, unknown>;
+  ran: Record<string, unknown>;
+  edits: readonly EditRecord[];
+}): ToolResult {
+  const { result, proposed, ran, edits } = input;
+  const changes = [...new Set([...Object.keys(proposed), ...Object.keys(ran)])]
+    .filter((field) => canonicalJson(proposed[field] ?? null) !== canonicalJson(ran[field] ?? null))
+    .map((field) => ({
+      field,
+      ...(proposed[field] !== undefined ? { proposed: proposed[field] } : {}),
+      ...(ran[field] !== undefined ? { edited: ran[field] } : {}),
+    }));
+  const edited = { by: edits.map((edit) => edit.approver), reason: edits[edits.length - 1]!.reason, changes };
+  return {
+    ...result,
+    ...(result.ok ? { message: result.message + argumentsEditedNote(edited) } : {}),
+    edited,
+  };
+}
+
+const evaluationActivities = proxyLocalActivities<ToolCallActivities>({
+  startToCloseTimeout: '5s',
+  retry: { maximumAttempts: 3 },
+});
+
+/**
+ * Steps 1 to 5, in the worker: its answer is recorded, so replay never re-runs contract code. With
+ * `edited`, an approver's edited arguments take the model's place (see `evaluateEdit`).
+ */
+async function evaluate(call: CallRun, edited?: Record<string, unknown>): Promise<Step<EvaluatedCall>> {
   let evaluation: CallEvaluation;
   try {
-    evaluation = await proxyLocalActivities<ToolCallActivities>({
-      startToCloseTimeout: '5s',
-      retry: { maximumAttempts: 3 },
-    }).evaluateCall({
-      proposalId: call.input.proposalId,
-      callId: call.callId,
-      proposal: call.proposal,
-      ...(call.input.signature !== undefined ? { signature: call.input.signature } : {}),
-    });
+    const signed = signedProposalOf(call);
+    evaluation = edited
+      ? await evaluationActivities.evaluateEdit({ ...signed, edited })
+      : await evaluationActivities.evaluateCall(signed);
   } catch (error) {
     log.error('call could not be evaluated', { callId: call.callId, error: String(error) });
     return { ok: false, result: call.reject({ code: 'INTERNAL_ERROR', message: evaluationFailedMessage }) };
@@ -93,6 +134,8 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
   const granted = await reservations.useStandingGrant(steps.evaluated);
   if (granted) return { ok: true, value: granted };
   const notifications = call.notifyApprovals({ evaluated: steps.evaluated, requirement });
+  // The arguments an approver's edit made (absent: the model's): judged again with them after a deploy.
+  let edited: Record<string, unknown> | undefined;
   // While it waits, an operator may turn the tool off: the controls tell the call, which reads the switch.
   void toolSwitch.watch(steps.evaluated.tool);
   const outcome = await approvals.obtain<ToolResult>({
@@ -103,7 +146,7 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
       return rechecked.ok ? undefined : rechecked.result;
     },
     judgeAgain: async () => {
-      const evaluated = await evaluate(call);
+      const evaluated = await evaluate(call, edited);
       if (!evaluated.ok) return { ok: false, stop: evaluated.result };
       steps.judgedAgain(evaluated.value);
       const again = evaluated.value.approval;
@@ -132,6 +175,20 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
       notifications.opened(round);
     },
     onEnd: (round, ending) => notifications.ended(round, ending),
+    judgeEdit: (args) => judgeEdit(call, args),
+    applyEdit: (evaluation, edit) => {
+      edited = evaluation.call.args;
+      call.evaluated(evaluation);
+      steps.judgedAgain(evaluation.call);
+      // Edited arguments run only once approved as edited, even where the policy would let them alone.
+      const again = evaluation.call.approval ?? {
+        ...requirement,
+        quorum: 1,
+        rule: `${edit.envelope.approver} edited the arguments: they run once approved as edited`,
+      };
+      call.state.approvalRule = again.rule;
+      return approvalSubject(evaluation.call, again);
+    },
     interruption: () => {
       const { accepted } = cancellation;
       if (accepted) {
@@ -174,6 +231,31 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
         }),
       };
   }
+}
+
+/** The call's proposal as its evaluations receive it. */
+function signedProposalOf(call: CallRun): SignedProposal {
+  return {
+    proposalId: call.input.proposalId,
+    callId: call.callId,
+    proposal: call.proposal,
+    ...(call.input.signature !== undefined ? { signature: call.input.signature } : {}),
+  };
+}
+
+/** An approver's edited arguments, judged: they may go on, or the edit code and reason the approver is told. */
+async function judgeEdit(call: CallRun, args: Record<string, unknown>): Promise<EditVerdict> {
+  let evaluation: CallEvaluation;
+  try {
+    evaluation = await evaluationActivities.evaluateEdit({ ...signedProposalOf(call), edited: args });
+  } catch {
+    return { ok: false, code: 'EDIT_REFUSED', reason: 'the worker could not judge the edit; try again' };
+  }
+  if (evaluation.ok) return { ok: true, evaluation };
+  const { code, message } = evaluation.refusal;
+  return editRefusalCodes.includes(code as EditRefusalCode)
+    ? { ok: false, code: code as EditRefusalCode, reason: message }
+    : { ok: false, code: 'EDIT_REFUSED', reason: `${code}: ${message}` };
 }
 
 /** What an approval round of this evaluation binds: the call's arguments and risk level under its contract. */

@@ -181,6 +181,7 @@ export class CallRun {
       ...(evaluation?.riskLevel ? { riskLevel: evaluation.riskLevel } : {}),
       ...(evaluation ? { policyVersion: evaluation.policyVersion } : {}),
       ...(this.state.decisions.length ? { decisions: this.state.decisions } : {}),
+      ...(this.state.edits?.length ? { edits: this.state.edits } : {}),
       ...(this.state.grant?.outcome === 'used'
         ? { grant: { grantId: this.state.grant.grantId, approvers: this.state.grant.approvers } }
         : {}),

@@ -1,11 +1,18 @@
 import { allHandlersFinished, ApplicationFailure, condition, log, setHandler } from '@temporalio/workflow';
-import type { SignedDecision } from '../approvals/protocol';
+import type { SignedDecision, SignedEdit } from '../approvals/protocol';
 import { CallApprovals } from '../approvals/workflow-round';
 import { toolSwitchSignal } from '../controls/protocol';
 import { internalErrorMessage } from '../shared/model-messages';
 import type { ToolResult } from '../shared/tool-result';
 import type { ApprovalState, SignedCancellation, ToolCallInput } from './protocol';
-import { callStateQuery, cancelUpdate, decideUpdate, proposeUpdate, searchAttributes } from './protocol';
+import {
+  callStateQuery,
+  cancelUpdate,
+  decideUpdate,
+  editUpdate,
+  proposeUpdate,
+  searchAttributes,
+} from './protocol';
 import { CallCancellation } from './workflow-cancellation';
 import { pipeline } from './workflow-pipeline';
 import { CallProposals } from './workflow-proposals';
@@ -51,6 +58,9 @@ export async function toolCall(input: ToolCallInput): Promise<ToolResult> {
   });
   setHandler(decideUpdate, (decision) => approvals.decide(decision), {
     validator: (decision: SignedDecision) => approvals.validate(decision),
+  });
+  setHandler(editUpdate, (edit) => approvals.edit(edit), {
+    validator: (edit: SignedEdit) => approvals.validateEdit(edit),
   });
 
   let result: ToolResult;

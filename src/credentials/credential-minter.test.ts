@@ -8,7 +8,14 @@ import { verifyCredential } from './credential-token';
 import { publicKeyHex, signValue } from '../keys/key-files';
 import { checkPolicy } from '../policy/load-policy';
 import type { LoadedPolicy } from '../policy/load-policy';
-import type { DecisionEnvelope, GrantApproval, RoundApproval, SignedDecision } from '../approvals/protocol';
+import type {
+  DecisionEnvelope,
+  EditEnvelope,
+  GrantApproval,
+  RoundApproval,
+  SignedDecision,
+  SignedEdit,
+} from '../approvals/protocol';
 import { approvalNonce, maxCredentialSeconds } from '../approvals/protocol';
 import { digestOf } from '../shared/canonical-json';
 import type { SignedGrant, StandingGrant } from '../grants/protocol';
@@ -624,5 +631,88 @@ describe('the credential minter verifies a call run on a standing grant', () => 
   it('mints a call at exactly the per-call cap and total', async () => {
     const atCap = signedBy(grantOf({ maxAmountPerCall: 2_590, maxAmount: 2_590 }));
     expect(typeof (await mintGranted(grantApproval(atCap)))).toBe('string');
+  });
+});
+
+describe('the credential minter and edited arguments', () => {
+  const edited = { ...args, amount_cents: 2000 };
+  const editBy = (
+    approver: string,
+    key: ReturnType<typeof pair>,
+    overrides: Partial<EditEnvelope> = {},
+  ): SignedEdit => {
+    const envelope: EditEnvelope = {
+      callId,
+      runId,
+      nonce: 'n'.repeat(64),
+      argsDigest: digestOf(args),
+      previewDigest: digestOf({ preview: 0 }),
+      contractDigest,
+      editedArgs: edited,
+      editedDigest: digestOf(edited),
+      approver,
+      reason: 'the customer asked for 2,000',
+      issuedAt: '2026-12-07T00:00:00Z',
+      ...overrides,
+    };
+    return { envelope, signature: signValue({ kind: 'edit', value: envelope, privateKey: key.privateKey }) };
+  };
+  const withEdits = (edits: SignedEdit[]): RoundApproval => ({
+    ...approvalBy([['alice', alice]], {}, edited),
+    edits,
+  });
+
+  it('mints for the arguments the last edit signed', async () => {
+    const token = await mint(withEdits([editBy('bob', bob)]), edited);
+    const checked = verifyCredential({
+      token,
+      minterPublicKeyHex: publicKeyHex(minterKeys.publicKey),
+      expected: { op: 'refund_order', resource: 'order:ORD-1003', callId, argsDigest: digestOf(edited) },
+    });
+    expect(checked.ok).toBe(true);
+  });
+
+  it.each([
+    [
+      'an edit signed with another approver’s key',
+      () => [{ ...editBy('alice', bob) }],
+      '(SIGNATURE_INVALID)',
+    ],
+    ['an edit by an approver who operates the caller', () => [editBy('dave', dave)], '(SELF_APPROVAL)'],
+    ['an edit of another call', () => [editBy('bob', bob, { callId: 'tc-other' })], '(DIGEST_MISMATCH)'],
+    [
+      'an edit whose digest is not its arguments’',
+      () => [editBy('bob', bob, { editedDigest: digestOf(args) })],
+      '(DIGEST_MISMATCH)',
+    ],
+    [
+      'edits that do not follow one another',
+      () => [editBy('bob', bob), editBy('alice', alice, { argsDigest: digestOf({ other: 1 }) })],
+      'do not follow one another',
+    ],
+    [
+      'an edit of other arguments than those that run',
+      () => [editBy('bob', bob, { editedArgs: args, editedDigest: digestOf(args) })],
+      'not the ones the last edit signed',
+    ],
+  ])('refuses %s', async (_name, edits, reason) => {
+    await expect(mint(withEdits(edits()), edited)).rejects.toThrow(reason);
+  });
+
+  it('refuses an edit to a level above its editor’s grant', async () => {
+    const raised = { ...args, amount_cents: 20_000 };
+    const edit = editBy('bob', bob, { editedArgs: raised, editedDigest: digestOf(raised) });
+    const approval = {
+      ...approvalBy(
+        [
+          ['alice', alice],
+          ['erin', erin],
+        ],
+        {},
+        raised,
+      ),
+      edits: [edit],
+    };
+    await expect(mint(approval, raised)).rejects.toThrow('(APPROVER_NOT_ALLOWED)');
   });
 });

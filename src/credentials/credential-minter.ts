@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { LoadedPolicy } from '../policy/load-policy';
 import { evaluatePolicy } from '../policy/evaluate-policy';
-import type { CredentialClaims, ExecutionApproval, GrantApproval } from '../approvals/protocol';
+import type { CredentialClaims, ExecutionApproval, GrantApproval, SignedEdit } from '../approvals/protocol';
 import { judgeGrant } from '../grants/rules';
 import { grantRefusesCall } from '../grants/protocol';
 import type { GrantUseStatus } from '../grants/protocol';
@@ -11,7 +11,12 @@ import type { ApproverKeyStatus, VerifiedKey } from '../approver-keys/protocol';
 import { approvalNonce, maxCredentialSeconds } from '../approvals/protocol';
 import { digestOf } from '../shared/canonical-json';
 import type { RoundBinding } from '../approvals/decision-rules';
-import { distinctApprovers, judgeDecision, quorumReached } from '../approvals/decision-rules';
+import {
+  distinctApprovers,
+  judgeDecision,
+  judgeEditForRun,
+  quorumReached,
+} from '../approvals/decision-rules';
 import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract } from '../tools/define-tool';
 import type { CallContext } from '../calls/call-context';
@@ -79,6 +84,19 @@ export function createCredentialMinter(input: {
       const verdict = evaluatePolicy({ contract, args, caller, callerPolicy });
       if (!verdict.ok) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
       const argsDigest = digestOf(args);
+      const edits = approval && 'edits' in approval ? approval.edits : undefined;
+      if (edits?.length) {
+        await confirmEdits({
+          edits,
+          caller,
+          callId,
+          runId,
+          argsDigest,
+          riskLevel: verdict.riskLevel,
+          policy,
+          status: input.approverKeyStatus,
+        });
+      }
       let restsOn: CredentialClaims['approval'];
       if (verdict.needsApproval && approval && 'grant' in approval) {
         await confirmGrant({
@@ -161,6 +179,51 @@ export function createCredentialMinter(input: {
       return signCredential({ claims, privateKey: input.privateKey });
     },
   };
+}
+
+/**
+ * Refuses arguments edited before approval unless every edit holds under the minter's own policy
+ * (`judgeEditForRun`: the approver's key, not the caller's operator, this call and run),
+ * each edit starts from the arguments the one before made, the last one made exactly the arguments
+ * that run, and its approver's grant covers their risk level as the minter recomputed it.
+ */
+async function confirmEdits(input: {
+  edits: readonly SignedEdit[];
+  caller: string;
+  callId: string;
+  runId: string;
+  argsDigest: string;
+  riskLevel: RiskLevel;
+  policy: LoadedPolicy;
+  status: ((keyId: string) => Promise<ApproverKeyStatus>) | undefined;
+}): Promise<void> {
+  const { approvers, operators } = input.policy.snapshotFor(input.caller);
+  let made: string | undefined;
+  for (const [index, edit] of input.edits.entries()) {
+    const last = index === input.edits.length - 1;
+    const judged = judgeEditForRun({
+      edit,
+      callId: input.callId,
+      runId: input.runId,
+      caller: input.caller,
+      ...(last ? { riskLevel: input.riskLevel } : {}),
+      approvers,
+      operators,
+    });
+    if (!judged.ok) {
+      throw new MintRefusal(
+        `the edit by ${approverNamed(edit)} does not hold for this call (${judged.code})`,
+      );
+    }
+    if (made !== undefined && judged.envelope.argsDigest !== made) {
+      throw new MintRefusal('the edits do not follow one another: an edit starts from other arguments');
+    }
+    if (judged.key) await confirmEnrolled({ key: judged.key, status: input.status });
+    made = judged.envelope.editedDigest;
+  }
+  if (made !== input.argsDigest) {
+    throw new MintRefusal('the arguments that would run are not the ones the last edit signed');
+  }
 }
 
 /**

@@ -74,6 +74,28 @@ export const decisionRefusalCodes = [
 ] as const;
 
 /**
+ * What an approver is told when an edit of a call's arguments is refused: any decision code (the
+ * edit is signed and bound to its round like a decision), or why the edited arguments cannot run.
+ * A refused edit changes nothing: the round stays open as it was.
+ */
+export const editRefusalCodes = [
+  ...decisionRefusalCodes,
+  // the edited arguments are the round's own: nothing to edit
+  'EDIT_UNCHANGED',
+  // a field the host fills from the context (on whose behalf) is never editable
+  'BOUND_PARAMETER_EDITED',
+  // the edit acts on another resource (another order): deny, and let the model propose that call
+  'RESOURCE_EDITED',
+  // the edited arguments break the tool's schema (strict: no coercion, no extra fields)
+  'INVALID_ARGUMENTS',
+  // the caller's policy refuses the edited call (its code is in the message)
+  'EDIT_REFUSED',
+] as const;
+
+/** A reason an edit was refused. */
+export type EditRefusalCode = (typeof editRefusalCodes)[number];
+
+/**
  * What a canceller is told when a cancellation is refused: it is malformed, its signature does not hold, execution
  * started (or the call ended), or the call is not waiting for approval. A refused cancellation changes
  * nothing.

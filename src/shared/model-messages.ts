@@ -215,6 +215,38 @@ export function successMessage(input: {
   );
 }
 
+/** Appended to a call's message when an approver edited its arguments: what ran instead of what was proposed. */
+export function argumentsEditedNote(input: {
+  by: readonly string[];
+  reason: string;
+  changes: readonly { field: string; proposed?: unknown; edited?: unknown }[];
+}): string {
+  const shown = (value: unknown): string => (value === undefined ? '(absent)' : JSON.stringify(value));
+  const changes = input.changes
+    .map((change) => `${change.field} ${shown(change.proposed)} → ${shown(change.edited)}`)
+    .join(', ');
+  return (
+    ` Before approving, ${[...new Set(input.by)].join(' and ')} edited your arguments (${changes}): ` +
+    `"${input.reason}". The call ran with the edited arguments, not yours; tell the user what was done.`
+  );
+}
+
+/** `BOUND_PARAMETER_EDITED`: an approver's edit changed a field the host fills from the context. */
+export function boundParameterEditedMessage(input: { tool: string; fields: readonly string[] }): string {
+  return (
+    `${input.fields.join(', ')} of ${input.tool} ${input.fields.length > 1 ? 'are' : 'is'} filled from ` +
+    'whom the call acts for and cannot be edited. Nothing changed: edit the other fields, or deny.'
+  );
+}
+
+/** `RESOURCE_EDITED`: an approver's edit would act on another resource than the proposal's. */
+export function resourceEditedMessage(input: { tool: string; was: string; now: string }): string {
+  return (
+    `The edit makes ${input.tool} act on ${input.now} instead of ${input.was}. An edit keeps the ` +
+    "call's resource. Nothing changed: deny, and let the agent propose the call for the other one."
+  );
+}
+
 /** `UNAUTHENTICATED_CALLER` at admission: unsigned, or not the session's own caller. */
 export function notSessionOwnerMessage(input: { caller: string }): string {
   return (

@@ -6,6 +6,8 @@ import { canonicalJson } from './canonical-json';
 export type SignedKind =
   | 'proposal'
   | 'decision'
+  // an approver editing a call's arguments in an open round, before approving them
+  | 'edit'
   | 'credential'
   | 'admission'
   | 'invite'

@@ -18,6 +18,18 @@ export interface ToolResult {
   callId: string;
   /** Recorded earlier; nothing ran again. */
   replayed?: true;
+  /** An approver edited the arguments before approval: what the call ran with instead of what was proposed. */
+  edited?: ArgumentsEdited;
+}
+
+/** How approvers edited a call's arguments before approving: who, why, and every field that changed. */
+export interface ArgumentsEdited {
+  /** The approvers who edited, in order (one per edit). */
+  by: string[];
+  /** The last edit's reason. */
+  reason: string;
+  /** Each top-level field whose value differs from the proposal's; a side absent when the field was. */
+  changes: { field: string; proposed?: unknown; edited?: unknown }[];
 }
 
 /** Builds a rejection; a rejection never claims an effect it did not observe. */
