@@ -1,4 +1,5 @@
 import { describeContext } from '../calls/call-context';
+import type { KeyObject } from 'node:crypto';
 import type { Command } from 'commander';
 import { ApprovalAdmin } from './client';
 import type { LoadedConfig } from '../config';
@@ -9,7 +10,7 @@ import { formatApprovalRound } from '../cli/format-result';
 
 type DecideOptions = GlobalOptions & { as: string; reason: string; key?: string };
 
-/** Adds `approvals list|show|approve|deny`: the approver's side, with decisions signed by the approver's key. */
+/** Adds `approvals list|show|approve|deny|edit`: the approver's side, with decisions signed by the approver's key. */
 export function addApprovalCommands(program: Command, context: CliContext): void {
   const { output } = context;
   const approvals = program
@@ -85,19 +86,8 @@ export function addApprovalCommands(program: Command, context: CliContext): void
         commandAction(context, async (callId: string, _options: unknown, command: Command) => {
           const options = command.optsWithGlobals<DecideOptions>();
           return withApprovalAdmin({ options, audited: true }, async ({ admin, config }) => {
-            const keyPath =
-              options.key ??
-              keyPaths({ directory: config.keysDirectory, owner: { kind: 'approver', name: options.as } })
-                .privateKey;
-            let privateKey;
-            try {
-              privateKey = readPrivateKey(keyPath);
-            } catch (error) {
-              output.error(
-                `cannot read the key of ${options.as} at ${keyPath} (${(error as Error).message}); pass --key FILE`,
-              );
-              return 2;
-            }
+            const privateKey = approverKey({ options, config, output });
+            if (!privateKey) return 2;
             const outcome = await admin.decide({
               callId,
               approver: options.as,
@@ -115,6 +105,153 @@ export function addApprovalCommands(program: Command, context: CliContext): void
           });
         }),
       );
+  }
+  addEditCommand(approvals, context);
+}
+
+type EditOptions = GlobalOptions & {
+  as: string;
+  reason: string;
+  key?: string;
+  set: string[];
+  args?: string;
+  approve?: boolean;
+};
+
+/**
+ * Adds `approvals edit`: the approver edits the open round's arguments (`--set field=value`, the
+ * value read as JSON when it is JSON, else as text; or `--args` with every field), signed with their
+ * key; the call judges them again and opens a new round for them. With `--approve`, the approver
+ * then approves that round, once it has been checked and previewed, signing its new digests.
+ */
+export function addEditCommand(approvals: Command, context: CliContext): void {
+  const { output } = context;
+  approvals
+    .command('edit')
+    .description(
+      "edit a waiting call's arguments, signed with the approver's key; a new round asks for the edited ones (exit 1 when refused)",
+    )
+    .argument('<call-id>', 'the call id (tc-...)')
+    .requiredOption('--as <approver>', 'the approver editing, as named in the policy')
+    .requiredOption('--reason <text>', 'why; the model is told, and the audit keeps it')
+    .option('--set <field=value>', 'one field to change (repeat it); value as JSON, else text', collect, [])
+    .option('--args <json>', 'every field as it should run, as a JSON object (instead of --set)')
+    .option('--approve', 'approve the new round too, once it opens')
+    .option('--key <file>', "the approver's private key (default: the config's keys directory)")
+    .action(
+      commandAction(context, async (callId: string, _options: unknown, command: Command) => {
+        const options = command.optsWithGlobals<EditOptions>();
+        return withApprovalAdmin({ options, audited: true }, async ({ admin, config }) => {
+          const privateKey = approverKey({ options, config, output });
+          if (!privateKey) return 2;
+          const state = await admin.show(callId);
+          const edited = editedArguments({ current: state?.validatedArguments ?? {}, options });
+          if (!edited.ok) {
+            output.error(edited.message);
+            return 2;
+          }
+          const outcome = await admin.edit({
+            callId,
+            approver: options.as,
+            privateKey,
+            args: edited.args,
+            reason: options.reason,
+          });
+          if (!outcome.accepted) {
+            if (options.json) output.out(JSON.stringify(outcome));
+            else output.out(`refused: ${outcome.message}`);
+            return 1;
+          }
+          const next = await admin.waitForRound({ callId, after: outcome.round });
+          if (!options.approve || !next) {
+            if (options.json) output.out(JSON.stringify({ ...outcome, next: next?.approval ?? null }));
+            else {
+              output.out(`accepted: edited by ${options.as}; the call is now "${outcome.riskLevel}"`);
+              output.out(
+                next?.approval
+                  ? formatApprovalRound(next.approval)
+                  : 'no new round opened: see `approvals show`',
+              );
+            }
+            return 0;
+          }
+          const decided = await admin.decide({
+            callId,
+            approver: options.as,
+            privateKey,
+            decision: 'approve',
+            reason: options.reason,
+          });
+          if (options.json) output.out(JSON.stringify({ ...outcome, decision: decided }));
+          else if (decided.accepted) {
+            output.out(
+              `accepted: edited and approved by ${options.as}; the call is ${decided.state} (${decided.approvals.length}/${decided.quorum})`,
+            );
+          } else output.out(`edited, but the approval was refused: ${decided.message}`);
+          return decided.accepted ? 0 : 1;
+        });
+      }),
+    );
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** The arguments an edit sends: `--args` as given, or the current ones with each `--set` applied. */
+function editedArguments(input: {
+  current: Record<string, unknown>;
+  options: EditOptions;
+}): { ok: true; args: Record<string, unknown> } | { ok: false; message: string } {
+  const { options } = input;
+  if (options.args !== undefined) {
+    if (options.set.length) return { ok: false, message: 'give --args or --set, not both' };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(options.args);
+    } catch (error) {
+      return { ok: false, message: `--args is not JSON (${(error as Error).message})` };
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return { ok: false, message: '--args must be a JSON object with every field' };
+    }
+    return { ok: true, args: parsed as Record<string, unknown> };
+  }
+  if (!options.set.length) return { ok: false, message: 'nothing to edit: give --set field=value or --args' };
+  const args = { ...input.current };
+  for (const pair of options.set) {
+    const at = pair.indexOf('=');
+    if (at <= 0) return { ok: false, message: `--set ${pair}: expected field=value` };
+    const raw = pair.slice(at + 1);
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // Not JSON: the text itself.
+    }
+    args[pair.slice(0, at)] = value;
+  }
+  return { ok: true, args };
+}
+
+/** The approver's private key, from `--key` or the config's keys directory; undefined (and said) when unreadable. */
+function approverKey(input: {
+  options: { as: string; key?: string };
+  config: LoadedConfig;
+  output: CliContext['output'];
+}): KeyObject | undefined {
+  const { options } = input;
+  const keyPath =
+    options.key ??
+    keyPaths({ directory: input.config.keysDirectory, owner: { kind: 'approver', name: options.as } })
+      .privateKey;
+  try {
+    return readPrivateKey(keyPath);
+  } catch (error) {
+    input.output.error(
+      `cannot read the key of ${options.as} at ${keyPath} (${(error as Error).message}); pass --key FILE`,
+    );
+    return undefined;
   }
 }
 

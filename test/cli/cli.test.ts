@@ -254,6 +254,55 @@ describe('toolgate CLI', () => {
     expect(again.out).toContain('ALREADY_DECIDED');
   });
 
+  it('edits a waiting refund with --set and approves it, and the edited refund runs once', async () => {
+    const pending = await call(
+      'support-bot',
+      'refund_order',
+      '{"order_id":"ORD-1003","amount_cents":900,"currency":"BRL","reason":"damaged"}',
+      '--session',
+      `cli-edit-${Date.now()}`,
+      '--json',
+    );
+    const { callId } = JSON.parse(pending.out) as ToolResult;
+    const before = (await harness.orders.api.listRefunds({ orderId: 'ORD-1003' })).length;
+    // A value that breaks the schema is refused with its code, and nothing changes.
+    const bad = await run(
+      'approvals',
+      'edit',
+      callId,
+      '--as',
+      'alice',
+      '--reason',
+      'typo',
+      '--set',
+      'amount_cents="800"',
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain('INVALID_ARGUMENTS');
+    const edited = await run(
+      'approvals',
+      'edit',
+      callId,
+      '--as',
+      'alice',
+      '--reason',
+      'the customer asked for 800',
+      '--set',
+      'amount_cents=800',
+      '--approve',
+    );
+    expect(edited.code).toBe(0);
+    expect(edited.out).toContain('accepted: edited and approved by alice; the call is approved (1/1)');
+    const status = await run('status', callId, '--wait', '--json');
+    expect(JSON.parse(status.out)).toMatchObject({
+      ok: true,
+      effect: 'applied',
+      edited: { by: ['alice'], changes: [{ field: 'amount_cents', proposed: 900, edited: 800 }] },
+    });
+    const refunds = await harness.orders.api.listRefunds({ orderId: 'ORD-1003' });
+    expect(refunds.slice(before).map((refund) => refund.amountCents)).toEqual([800]);
+  });
+
   it('lists, shows, resets and ends a session; a reset is an operator’s, signed', async () => {
     const session = `cli-session-${Date.now()}`;
     await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);
