@@ -63,6 +63,11 @@ export interface EvaluatedCall {
   retry: ExecutionRetry;
   /** Present when the risk level is above the caller's autonomy (or its session read untrusted text). */
   approval?: ApprovalRequirement;
+  /**
+   * The tool's input as the model sends it (JSON Schema, bound parameters absent), when the call
+   * needs approval: what an approver's edit form is made from.
+   */
+  inputSchema?: Record<string, unknown>;
   /** The contract's untrusted outputs: what the call reports to its session when it read some. */
   untrustedOutput?: true | string[];
   /** The limits across sessions this call counts toward (absent: none); reserved before its checks. */

@@ -36,6 +36,7 @@ import { contractDigestOf } from '../tools/contract-digest';
 import type { AnyToolContract, ExecutionRetry } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
 import { validateArguments } from '../tools/validate-arguments';
+import { inputJsonSchema } from '../providers/json-schema';
 
 /** What the evaluation reads: the deployment's contracts, its policy now, and what its implementations can do. */
 export interface EvaluationContext {
@@ -237,6 +238,7 @@ export function evaluateCall(input: {
       ...(contract.untrustedOutput
         ? { untrustedOutput: contract.untrustedOutput === true ? true : [...contract.untrustedOutput] }
         : {}),
+      ...(needsApproval ? { inputSchema: inputJsonSchema(contract) } : {}),
       ...(needsApproval
         ? {
             approval: {

@@ -117,6 +117,8 @@ export interface CallState {
   decisions: DecisionRecord[];
   /** Approvers' edits of the arguments, in order (absent: none). */
   edits?: EditRecord[];
+  /** What an approver may edit: the tool's input as the model sends it (JSON Schema), while approval is asked. */
+  inputSchema?: Record<string, unknown>;
   /**
    * Step 7 by a standing grant: the grant the call used (its id, approvers, reason, expiry), or why the
    * grant its evaluation saw no longer covered it (the call then waited for a human). Absent: no grant

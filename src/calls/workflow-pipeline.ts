@@ -130,6 +130,7 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
   const requirement = steps.evaluated.approval;
   if (!requirement) return { ok: true, value: undefined };
   call.state.approvalRule = requirement.rule;
+  if (steps.evaluated.inputSchema) call.state.inputSchema = steps.evaluated.inputSchema;
   // A standing grant covered the call at evaluation: take a use of it, atomically, instead of waiting.
   const granted = await reservations.useStandingGrant(steps.evaluated);
   if (granted) return { ok: true, value: granted };
@@ -187,6 +188,7 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
         rule: `${edit.envelope.approver} edited the arguments: they run once approved as edited`,
       };
       call.state.approvalRule = again.rule;
+      if (evaluation.call.inputSchema) call.state.inputSchema = evaluation.call.inputSchema;
       return approvalSubject(evaluation.call, again);
     },
     interruption: () => {

@@ -14,7 +14,7 @@ import { listApproverKeys, readApproverKeyStatus, sendEnrolment } from '../appro
 import { listGrants, submitGrantRevocation } from '../grants/client';
 import type { AuditStore } from '../audit/audit-store';
 import { authorityOf, defaultAllowedOrigins, isLoopbackHost, originAllowed } from '../mcp/http-access';
-import type { SignedDecision } from '../approvals/protocol';
+import type { SignedDecision, SignedEdit } from '../approvals/protocol';
 import type { ApproverKeysView, ApproverKeyView } from '../approver-keys/protocol';
 import {
   inviteStatusIn,
@@ -24,7 +24,7 @@ import {
   verifyKeyChain,
 } from '../approver-keys/protocol';
 import type { ConsoleRefusalCode, RegistryRefusalCode } from '../shared/codes';
-import { decisionShapeProblem } from '../approvals/decision-rules';
+import { decisionShapeProblem, editShapeProblem } from '../approvals/decision-rules';
 import type { SignedGrantRevocation } from '../grants/protocol';
 import { revocationShapeProblem, revokerName } from '../grants/protocol';
 import { ownValue } from '../shared/own-records';
@@ -419,6 +419,11 @@ function createConsoleApp(input: {
   app.get('/calls/:callId', page, async (c) => {
     const { signedIn } = c.get('authenticated');
     const callId = c.req.param('callId');
+    // After an edit, the page waits (briefly) for the round that asks for the edited arguments.
+    const after = Number(c.req.query('after'));
+    if (Number.isSafeInteger(after) && after > 0) {
+      await admin.waitForRound({ callId, after, timeoutMs: 5_000 }).catch(() => null);
+    }
     const state = await callState({ client, callId });
     if (!state) {
       return c.html(
@@ -496,6 +501,39 @@ function createConsoleApp(input: {
     const outcome = await admin.send({ callId, decision });
     log(
       `relayed ${envelope.decision} on ${callId} by ${envelope.approver}: ${outcome.accepted ? outcome.state : outcome.code}`,
+    );
+    return c.json(outcome, outcome.accepted ? 200 : 409);
+  });
+
+  // An edit the approver's browser signed with its enrolled key, relayed with the key's chain: the
+  // workflow judges it (the round, the key, the edited arguments by the contract and the policy).
+  app.post('/calls/:callId/edits', change, async (c) => {
+    const { session } = c.get('authenticated');
+    const callId = c.req.param('callId');
+    const body = await jsonBody(c);
+    const candidate = { envelope: body?.envelope, signature: body?.signature };
+    const problem = editShapeProblem(candidate);
+    if (problem !== undefined) {
+      return refuse(c, 400, 'BAD_REQUEST', `expected {envelope, signature, keyId}: ${problem}`);
+    }
+    const { envelope, signature } = candidate as SignedEdit;
+    if (envelope.approver !== session.approver || body?.keyId !== session.keyId) {
+      log(`refused an edit on ${callId}: session of ${session.approver} sent one as ${envelope.approver}`);
+      return refuse(
+        c,
+        403,
+        'SESSION_APPROVER_MISMATCH',
+        `you are signed in as ${session.approver} with key ${session.keyId}; the edit names ${envelope.approver}`,
+      );
+    }
+    if (envelope.callId !== callId) {
+      return refuse(c, 400, 'BAD_REQUEST', `the edit names call ${envelope.callId}, not ${callId}`);
+    }
+    const { key } = c.get('authenticated');
+    const edit: SignedEdit = { envelope, signature, key: { invite: key.invite, enrolment: key.enrolment } };
+    const outcome = await admin.sendEdit({ callId, edit });
+    log(
+      `relayed an edit on ${callId} by ${envelope.approver}: ${outcome.accepted ? 'accepted' : outcome.code}`,
     );
     return c.json(outcome, outcome.accepted ? 200 : 409);
   });

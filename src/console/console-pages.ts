@@ -281,6 +281,27 @@ export function callPage(input: {
           : ''
       }
       ${
+        state.edits?.length
+          ? html`<section id="edits">
+              <h2>Edits</h2>
+              <ul class="decisions">
+                ${state.edits.map(
+                  (edit) =>
+                    html`<li>
+                      <strong>${edit.approver}</strong> edited round ${edit.round}:
+                      ${changedFields(edit.proposedArguments, edit.editedArguments).map(
+                        (change) =>
+                          html`<code>${change.field}</code> ${shownValue(change.before)} →
+                            <strong>${shownValue(change.after)}</strong> `,
+                      )}
+                      · <time datetime="${edit.at}">${edit.at}</time><br />“${edit.reason}”
+                    </li>`,
+                )}
+              </ul>
+            </section>`
+          : ''
+      }
+      ${
         state.result
           ? html`<section>
               <h2>Result</h2>
@@ -295,6 +316,7 @@ export function callPage(input: {
               approval,
               permission,
               validatedArguments: state.validatedArguments ?? null,
+              inputSchema: approval.state === 'pending' ? state.inputSchema : undefined,
             })
           : ''
       }`,
@@ -335,6 +357,7 @@ function decisionForm(input: {
   approval: NonNullable<CallState['approval']>;
   permission: DecisionPermission;
   validatedArguments: Record<string, unknown> | null;
+  inputSchema: Record<string, unknown> | undefined;
 }): Html {
   const { approval, permission } = input;
   const disabled = permission.ok ? '' : 'disabled';
@@ -375,7 +398,121 @@ function decisionForm(input: {
       </p>
       <pre id="envelope" class="wrap"></pre>
     </details>
+    ${
+      permission.ok && input.inputSchema && input.validatedArguments
+        ? editForm({ schema: input.inputSchema, args: input.validatedArguments })
+        : ''
+    }
   </section>`;
+}
+
+/** One field of a tool's input, as the edit form shows it. */
+interface EditField {
+  name: string;
+  kind: 'enum' | 'integer' | 'number' | 'boolean' | 'string' | 'json';
+  options: string[];
+  required: boolean;
+  description: string;
+}
+
+/** The fields of a tool's input JSON Schema, each as the control that edits it. */
+export function editFields(schema: Record<string, unknown>): EditField[] {
+  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
+  return Object.entries(properties).map(([name, property]) => {
+    const options = Array.isArray(property.enum)
+      ? property.enum.filter((option) => typeof option === 'string')
+      : [];
+    const type = property.type;
+    const kind: EditField['kind'] =
+      options.length > 0
+        ? 'enum'
+        : type === 'integer' || type === 'number' || type === 'boolean' || type === 'string'
+          ? type
+          : 'json';
+    return {
+      name,
+      kind,
+      options,
+      required: required.has(name),
+      description: typeof property.description === 'string' ? property.description : '',
+    };
+  });
+}
+
+/**
+ * Edit, then approve: a form made from the tool's input schema (enums as selects, integers as whole
+ * numbers), filled with the validated arguments. The script builds the edited arguments from it, shows
+ * the difference field by field, and signs the edit only then; bound parameters are not in the schema,
+ * so they stay as they are.
+ */
+function editForm(input: { schema: Record<string, unknown>; args: Record<string, unknown> }): Html {
+  const controls = editFields(input.schema).map((field) => {
+    const id = `edit-${field.name}`; // the edit's own reason is #edit-why: a field may be called reason
+    const value = input.args[field.name];
+    const text = value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+    const attributes = html`id="${id}" name="${field.name}" data-field="${field.name}"
+    data-kind="${field.kind}" data-required="${field.required ? 'yes' : 'no'}"`;
+    const control =
+      field.kind === 'enum'
+        ? html`<select ${attributes}>
+            ${field.required ? '' : html`<option value="">(none)</option>`}
+            ${field.options.map(
+              (option) =>
+                html`<option value="${option}" ${option === value ? raw('selected') : ''}>${option}</option>`,
+            )}
+          </select>`
+        : field.kind === 'boolean'
+          ? html`<input type="checkbox" ${attributes} ${value === true ? raw('checked') : ''} />`
+          : field.kind === 'integer' || field.kind === 'number'
+            ? html`<input
+                type="number"
+                step="${field.kind === 'integer' ? '1' : 'any'}"
+                inputmode="${field.kind === 'integer' ? 'numeric' : 'decimal'}"
+                value="${text}"
+                ${attributes}
+              />`
+            : field.kind === 'string'
+              ? html`<input type="text" value="${text}" ${attributes} />`
+              : html`<textarea rows="3" ${attributes}>${text}</textarea>`;
+    return html`<div class="edit-field">
+      <label for="${id}">${field.name}${field.required ? '' : ' (optional)'}</label>
+      ${control} ${field.description ? html`<small>${field.description}</small>` : ''}
+    </div>`;
+  });
+  return html`<details id="edit">
+    <summary>Edit the arguments, then approve</summary>
+    <p class="note">
+      The edited arguments are judged again by the tool's contract and the policy, checked and previewed
+      again, and asked in a new round: you approve them there, with the new effect in front of you. An edit
+      that raises the risk level needs that level's approvers.
+    </p>
+    <form id="edit-form">
+      ${controls}
+      <label for="edit-why">Why you edit (the model is told)</label>
+      <textarea id="edit-why" rows="2" maxlength="2000"></textarea>
+      <div class="buttons">
+        <button type="button" id="edit-review">Review the edit</button>
+        <button type="submit" id="edit-sign" disabled>Sign the edit</button>
+      </div>
+      <div id="edit-diff"></div>
+      <p id="edit-outcome" role="status"></p>
+    </form>
+  </details>`;
+}
+
+/** The top-level fields whose values differ between two versions of a call's arguments. */
+function changedFields(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): { field: string; before: unknown; after: unknown }[] {
+  return [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]))
+    .map((field) => ({ field, before: before[field], after: after[field] }));
+}
+
+function shownValue(value: unknown): string {
+  return value === undefined ? '(absent)' : JSON.stringify(value);
 }
 
 const stages: CallState['stage'][] = [

@@ -131,6 +131,53 @@ describe('the approvals console in a real browser', () => {
     expect(requested.filter((url) => !url.startsWith(`${approvals.url}/`))).toEqual([]);
   });
 
+  it('edits a refund in a form made from its schema, shows the difference, and approves the edited one: one refund of 2,000', async () => {
+    await enrolAndSignIn('alice');
+    const pending = await proposeRefund();
+    await page.goto(`${approvals.url}/calls/${pending.callId}`);
+    await page.click('#edit summary');
+    // Enums are selects, integers whole numbers; the bound customer_id is not in the form.
+    expect(await page.locator('select#edit-reason option').allTextContents()).toEqual([
+      'damaged',
+      'not_delivered',
+      'customer_request',
+    ]);
+    expect(await page.getAttribute('#edit-amount_cents', 'step')).toBe('1');
+    expect(await page.locator('#edit-customer_id').count()).toBe(0);
+    // A fraction of a cent is refused in the page before anything is signed.
+    await page.fill('#edit-amount_cents', '20.5');
+    await page.click('#edit-review');
+    expect(await page.textContent('#edit-outcome')).toContain('amount_cents must be a whole number');
+    await page.fill('#edit-amount_cents', '2000');
+    await page.fill('#edit-why', 'the customer asked for 2,000');
+    await page.click('#edit-review');
+    expect(await page.textContent('#edit-diff')).toContain('amount_cents 2590 → 2000');
+    await saveScreenshot({ page, name: 'approval-edit' });
+    await page.click('#edit-sign');
+    // The new round: the edited arguments, the effect previewed again, and why it replaced the first.
+    await page.waitForURL(/after=1/, { timeout: 15_000 });
+    await page.waitForSelector('#round-supersedes');
+    expect(await page.textContent('#round-supersedes')).toContain(
+      'alice edited the arguments: the customer asked for 2,000',
+    );
+    expect(await page.textContent('#arguments')).toContain('"amount_cents": 2000');
+    expect((await page.textContent('#edits'))?.replace(/\s+/g, ' ')).toContain('amount_cents 2590 → 2000');
+    expect(await appliedRefunds()).toBe(0);
+    await page.waitForSelector('#approve:not([disabled])');
+    await page.click('#approve');
+    await expect
+      .poll(() => page.textContent('#decision-outcome'), { timeout: 20_000 })
+      .toContain('Accepted: the call is approved');
+    expect(await harness.client.result(pending.callId, { wait: true })).toMatchObject({
+      ok: true,
+      effect: 'applied',
+      edited: { by: ['alice'], changes: [{ field: 'amount_cents', proposed: 2590, edited: 2000 }] },
+    });
+    const refunds = await harness.orders.api.listRefunds({ orderId: 'ORD-1001' });
+    expect(refunds.map((refund) => refund.amountCents)).toEqual([2000]);
+    expect(requested.filter((url) => !url.startsWith(`${approvals.url}/`))).toEqual([]);
+  });
+
   it('denies a refund with a reason: none applied, and the model is told the reason', async () => {
     await enrolAndSignIn('bob');
     const pending = await proposeRefund();

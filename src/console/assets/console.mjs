@@ -210,6 +210,150 @@ function setUpDecision() {
   });
 }
 
+// Edit, then approve: the form made from the tool's input schema builds the edited arguments (bound
+// parameters, which the form does not show, stay as the round has them); the difference is shown
+// field by field, and only then can the edit be signed (kind `edit`) and sent. The page then opens
+// the round that asks for the edited arguments, where the approver approves them.
+function setUpEdit() {
+  const form = /** @type {HTMLFormElement | null} */ (document.getElementById('edit-form'));
+  const dataBlock = document.getElementById('call-data');
+  if (!form || !dataBlock) return;
+  const data = JSON.parse(dataBlock.textContent ?? '{}');
+  const signButton = /** @type {HTMLButtonElement} */ (document.getElementById('edit-sign'));
+  const reasonBox = /** @type {HTMLTextAreaElement} */ (document.getElementById('edit-why'));
+  /** @type {{ args: Record<string, unknown> } | undefined} */
+  let reviewed;
+  const invalidate = () => {
+    reviewed = undefined;
+    signButton.disabled = true;
+  };
+  form.addEventListener('input', invalidate);
+  form.addEventListener('change', invalidate);
+
+  document.getElementById('edit-review')?.addEventListener('click', async () => {
+    invalidate();
+    const built = editedArguments(form, data.arguments ?? {});
+    if (!built.ok) return say('edit-outcome', built.problem, 'refused');
+    const changes = changedFields(data.arguments ?? {}, built.args);
+    const diff = document.getElementById('edit-diff');
+    if (!changes.length) {
+      diff?.replaceChildren();
+      return say('edit-outcome', 'Nothing changed: approve or deny the call as it is.', 'refused');
+    }
+    const problem = await checkDigests(data);
+    if (problem) return say('edit-outcome', problem, 'refused');
+    const list = document.createElement('ul');
+    list.className = 'edit-diff';
+    for (const change of changes) {
+      const item = document.createElement('li');
+      const field = document.createElement('code');
+      field.textContent = change.field;
+      const after = document.createElement('strong');
+      after.textContent = shown(change.after);
+      item.append(field, ` ${shown(change.before)} → `, after);
+      list.append(item);
+    }
+    diff?.replaceChildren(list);
+    reviewed = { args: built.args };
+    signButton.disabled = false;
+    say('edit-outcome', 'Check the difference, then sign the edit.', '');
+  });
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (!reviewed) return say('edit-outcome', 'Review the edit first.', 'refused');
+    const reason = reasonBox.value.trim();
+    if (!reason) return say('edit-outcome', 'An edit needs a reason: the model is told it.', 'refused');
+    const keyId = body.dataset.keyId ?? '';
+    const keyPair = await loadSigningKey({ id: keyId });
+    if (!keyPair)
+      return say('edit-outcome', `This browser does not hold key ${keyId}: sign in again.`, 'refused');
+    const editedArgs = reviewed.args;
+    const envelope = {
+      callId: data.callId,
+      runId: data.runId,
+      nonce: data.nonce,
+      argsDigest: data.argsDigest,
+      previewDigest: data.previewDigest,
+      contractDigest: data.contractDigest,
+      editedArgs,
+      editedDigest: await sha256Hex(canonicalJson(editedArgs)),
+      approver: body.dataset.approver ?? '',
+      reason,
+      issuedAt: new Date().toISOString(),
+    };
+    const signature = await signValue({ kind: 'edit', value: envelope, privateKey: keyPair.privateKey });
+    signButton.disabled = true;
+    const { answer } = await post(`/calls/${encodeURIComponent(data.callId)}/edits`, {
+      envelope,
+      signature,
+      keyId,
+    });
+    if (answer.accepted) {
+      say('edit-outcome', `Accepted: the call is now "${answer.riskLevel}". Opening the new round…`, 'ok');
+      location.assign(`${location.pathname}?after=${encodeURIComponent(String(answer.round))}`);
+    } else {
+      say('edit-outcome', `Refused: ${answer.message || answer.code}`, 'refused');
+      signButton.disabled = false;
+    }
+  });
+}
+
+/**
+ * The edited arguments from the form: each control read by its kind (an integer must be a whole
+ * number, JSON must parse), an optional field left empty removed; fields the form does not show
+ * (bound parameters) kept as they are.
+ * @param {HTMLFormElement} form
+ * @param {Record<string, unknown>} current
+ * @returns {{ ok: true, args: Record<string, unknown> } | { ok: false, problem: string }}
+ */
+function editedArguments(form, current) {
+  const args = { ...current };
+  for (const control of form.querySelectorAll('[data-field]')) {
+    const field = control.getAttribute('data-field') ?? '';
+    const kind = control.getAttribute('data-kind');
+    const required = control.getAttribute('data-required') === 'yes';
+    const input = /** @type {HTMLInputElement} */ (control);
+    if (kind === 'boolean') {
+      args[field] = input.checked;
+      continue;
+    }
+    const text = input.value.trim();
+    if (text === '') {
+      if (required) return { ok: false, problem: `${field} is required` };
+      delete args[field];
+      continue;
+    }
+    if (kind === 'integer' || kind === 'number') {
+      const number = Number(text);
+      if (!Number.isFinite(number)) return { ok: false, problem: `${field} must be a number` };
+      if (kind === 'integer' && !Number.isInteger(number)) {
+        return { ok: false, problem: `${field} must be a whole number (cents, not ${text})` };
+      }
+      args[field] = number;
+    } else if (kind === 'json') {
+      try {
+        args[field] = JSON.parse(text);
+      } catch {
+        return { ok: false, problem: `${field} must be JSON` };
+      }
+    } else args[field] = text;
+  }
+  return { ok: true, args };
+}
+
+/** @param {Record<string, unknown>} before @param {Record<string, unknown>} after */
+function changedFields(before, after) {
+  return [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter((field) => canonicalJson(before[field] ?? null) !== canonicalJson(after[field] ?? null))
+    .map((field) => ({ field, before: before[field], after: after[field] }));
+}
+
+/** @param {unknown} value */
+function shown(value) {
+  return value === undefined ? '(absent)' : JSON.stringify(value);
+}
+
 /**
  * Why the page must not sign, or '' when the arguments and the effect it shows are the round's: their
  * digests, computed here, equal the round's `argsDigest` and `previewDigest`.
@@ -440,6 +584,7 @@ switch (body.dataset.page) {
     break;
   case 'call':
     setUpDecision();
+    setUpEdit();
     break;
   case 'login':
     void setUpLogin();
