@@ -18,7 +18,14 @@ export {
 export { readGrants, readGrantUse } from './grants/activities';
 export { grantQuorum, judgeGrant } from './grants/rules';
 export type { CancelOutcome } from './calls/client';
-export type { DecisionOutcome, DecisionRefusal, EditOutcome, PendingApproval } from './approvals/client';
+export type {
+  DecisionOutcome,
+  DecisionRefusal,
+  EditOutcome,
+  LiftOutcome,
+  PendingApproval,
+} from './approvals/client';
+export type { DenialLift, DenialLifter, SignedDenialLift } from './approvals/denial-memory';
 
 // Approvers' enrolled keys: operator-signed invites, enrolment, revocation, the registry's contents.
 export {

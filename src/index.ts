@@ -24,6 +24,7 @@ export {
   editRefusalCodes,
   errorCodes,
   grantRefusalCodes,
+  liftRefusalCodes,
   registryRefusalCodes,
   switchRefusalCodes,
 } from './shared/codes';
@@ -32,6 +33,7 @@ export type {
   EditRefusalCode,
   ErrorCode,
   GrantRefusalCode,
+  LiftRefusalCode,
   RegistryRefusalCode,
 } from './shared/codes';
 export type { ArgumentsEdited, Effect, ToolResult } from './shared/tool-result';

@@ -6,6 +6,11 @@ import type { AuditStore } from '../audit/audit-store';
 import { signValue } from '../keys/key-files';
 import type { DecisionEnvelope, EditEnvelope, SignedDecision, SignedEdit } from './protocol';
 import { digestOf } from '../shared/canonical-json';
+import type { DenialLift, DenialLifter, SignedDenialLift } from './denial-memory';
+import { liftProblem } from './denial-memory';
+import type { LoadedPolicy } from '../policy/load-policy';
+import type { LiftRefusalCode } from '../shared/codes';
+import type { RiskLevel } from '../tools/risk-levels';
 import type { KeyChain } from '../approver-keys/protocol';
 import { keyIdOf } from '../approver-keys/protocol';
 import { isCallId } from '../calls/proposal';
@@ -36,6 +41,11 @@ export type DecisionOutcome = ({ accepted: true } & DecisionReceipt) | DecisionR
 
 /** The answer to an edit: accepted (the round it closed; the next asks for the edited arguments), or refused with an edit code. */
 export type EditOutcome = EditReceipt | DecisionRefusal;
+
+/** The answer to a lift: recorded (the same call will be asked again), or refused with a lift code. */
+export type LiftOutcome =
+  | { accepted: true; deniedCallId: string; liftedBy: string }
+  | { accepted: false; code: LiftRefusalCode; message: string };
 
 /**
  * The approver's side: lists pending calls, shows one, and sends signed decisions. Every decision
@@ -285,6 +295,67 @@ export class ApprovalAdmin {
       if (!state || state.stage === 'done' || Date.now() >= deadline) return null;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+  }
+
+  /**
+   * Lifts the remembered denial of a call (see docs/approvals.md, denial memory): signed with the key
+   * of an approver of the policy or an operator, kept in the audit store as the call's decision
+   * attempt `lift`. The worker verifies it against its own policy when the same call is proposed
+   * again, and a person is asked again. With `policy`, a lift the workers would not honour is
+   * refused here (`LIFT_NOT_ALLOWED`) and nothing is recorded. Needs the audit store.
+   */
+  async liftDenial(input: {
+    deniedCallId: string;
+    by: DenialLifter;
+    privateKey: KeyObject;
+    reason: string;
+    policy?: LoadedPolicy;
+  }): Promise<LiftOutcome> {
+    if (!this.audit) throw new Error('lifting a denial needs the audit store: give the admin one');
+    const records = await this.audit.recordsOf(input.deniedCallId);
+    const denied = records.filter((record) => record.code === 'APPROVAL_DENIED').at(-1);
+    if (!denied) {
+      return {
+        accepted: false,
+        code: 'DENIAL_NOT_FOUND',
+        message: `DENIAL_NOT_FOUND: no denial of ${input.deniedCallId} is in the audit store`,
+      };
+    }
+    const lift: DenialLift = {
+      deniedCallId: input.deniedCallId,
+      by: input.by,
+      reason: input.reason,
+      issuedAt: new Date().toISOString(),
+    };
+    const signed: SignedDenialLift = {
+      lift,
+      signature: signValue({ kind: 'denial-lift', value: lift, privateKey: input.privateKey }),
+    };
+    if (input.policy) {
+      const { approvers, operators } = input.policy.snapshotFor(denied.caller);
+      const problem = liftProblem({
+        value: signed,
+        deniedCallId: input.deniedCallId,
+        riskLevel: (denied.riskLevel ?? 'critical') as RiskLevel,
+        caller: denied.caller,
+        approvers,
+        operators,
+      });
+      if (problem)
+        return { accepted: false, code: 'LIFT_NOT_ALLOWED', message: `LIFT_NOT_ALLOWED: ${problem}` };
+    }
+    const by = 'approver' in input.by ? input.by.approver : input.by.operator;
+    await this.audit.appendDecisionAttempt({
+      updateId: randomUUID(),
+      callId: input.deniedCallId,
+      runId: denied.runId,
+      approver: by,
+      decision: 'lift',
+      outcome: 'accepted',
+      source: 'admin',
+      envelope: signed,
+    });
+    return { accepted: true, deniedCallId: input.deniedCallId, liftedBy: by };
   }
 
   /** No run took the decision: says why from the call's last state (decided when it cannot be read). */

@@ -7,10 +7,12 @@ import { keyPaths, readPrivateKey } from '../keys/key-files';
 import type { CliContext, GlobalOptions } from '../cli/cli-context';
 import { commandAction, withTemporal } from '../cli/cli-context';
 import { formatApprovalRound } from '../cli/format-result';
+import { loadPolicyFile } from '../policy/load-policy';
+import { createToolRegistry } from '../tools/tool-registry';
 
 type DecideOptions = GlobalOptions & { as: string; reason: string; key?: string };
 
-/** Adds `approvals list|show|approve|deny|edit`: the approver's side, with decisions signed by the approver's key. */
+/** Adds `approvals list|show|approve|deny|edit|lift`: the approver's side, with decisions signed by the approver's key. */
 export function addApprovalCommands(program: Command, context: CliContext): void {
   const { output } = context;
   const approvals = program
@@ -107,6 +109,72 @@ export function addApprovalCommands(program: Command, context: CliContext): void
       );
   }
   addEditCommand(approvals, context);
+  addLiftCommand(approvals, context);
+}
+
+type LiftOptions = GlobalOptions & { as?: string; operator?: string; reason: string; key?: string };
+
+/**
+ * Adds `approvals lift`: an approver (`--as`) or an operator (`--operator`) lifts the remembered
+ * denial of a call, signed with their key and checked against the config's policy first; the same
+ * call proposed again in its session is then asked of a person again.
+ */
+function addLiftCommand(approvals: Command, context: CliContext): void {
+  const { output } = context;
+  approvals
+    .command('lift')
+    .description(
+      'lift the remembered denial of a call, so the same call proposed again is asked of a person (exit 1 when refused)',
+    )
+    .argument('<call-id>', 'the denied call id (tc-...)')
+    .option('--as <approver>', 'the approver lifting it, as named in the policy')
+    .option('--operator <name>', 'the operator lifting it, as named in the policy')
+    .requiredOption('--reason <text>', 'why; kept with the lift in the audit store')
+    .option('--key <file>', "the private key (default: the config's keys directory)")
+    .action(
+      commandAction(context, async (callId: string, _options: unknown, command: Command) => {
+        const options = command.optsWithGlobals<LiftOptions>();
+        if ((options.as === undefined) === (options.operator === undefined)) {
+          output.error('give one of --as <approver> or --operator <name>');
+          return 2;
+        }
+        return withApprovalAdmin({ options, audited: true }, async ({ admin, config }) => {
+          const owner =
+            options.as !== undefined
+              ? { kind: 'approver' as const, name: options.as }
+              : { kind: 'operator' as const, name: options.operator as string };
+          const keyPath = options.key ?? keyPaths({ directory: config.keysDirectory, owner }).privateKey;
+          let privateKey: KeyObject;
+          try {
+            privateKey = readPrivateKey(keyPath);
+          } catch (error) {
+            output.error(
+              `cannot read the key of ${owner.name} at ${keyPath} (${(error as Error).message}); pass --key FILE`,
+            );
+            return 2;
+          }
+          const policy = loadPolicyFile({
+            path: config.policyPath,
+            registry: createToolRegistry({ tools: config.tools }),
+            keysDirectory: config.keysDirectory,
+          });
+          const outcome = await admin.liftDenial({
+            deniedCallId: callId,
+            by: owner.kind === 'approver' ? { approver: owner.name } : { operator: owner.name },
+            privateKey,
+            reason: options.reason,
+            policy,
+          });
+          if (options.json) output.out(JSON.stringify(outcome));
+          else if (outcome.accepted) {
+            output.out(
+              `lifted: the denial of ${callId}, by ${outcome.liftedBy}; the same call will be asked again`,
+            );
+          } else output.out(`refused: ${outcome.message}`);
+          return outcome.accepted ? 0 : 1;
+        });
+      }),
+    );
 }
 
 type EditOptions = GlobalOptions & {

@@ -32,7 +32,7 @@ import { disabledSwitchFor } from '../controls/protocol';
 import { readControls } from '../controls/activities';
 import { coveringGrant, readGrants } from '../grants/activities';
 import { evaluateCall } from './evaluate-call';
-import { deniedAgain, rememberedDenial } from '../approvals/denial-memory';
+import { deniedAgain, denialLifted, rememberedDenial } from '../approvals/denial-memory';
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
 export const executionFailureTypes = {
@@ -110,7 +110,18 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       .deniedInSession({ session: input.proposal.session, tool: call.tool })
       .catch(() => []);
     const denial = rememberedDenial({ records, args: call.args });
-    return denial ? deniedAgain(evaluation, call, denial) : undefined;
+    if (!denial) return undefined;
+    // An approver or an operator may have lifted it since: then a person is asked again.
+    const attempts = await dependencies.audit.decisionAttemptsOf(denial.deniedCallId).catch(() => []);
+    const lifted = denialLifted({
+      denial,
+      attempts,
+      riskLevel: call.riskLevel,
+      caller: input.proposal.caller,
+      approvers: evaluation.approvers,
+      operators: evaluation.operators ?? {},
+    });
+    return lifted ? undefined : deniedAgain(evaluation, call, denial);
   };
 
   const failureFrom = (input: {

@@ -96,6 +96,16 @@ export const editRefusalCodes = [
 export type EditRefusalCode = (typeof editRefusalCodes)[number];
 
 /**
+ * What an approver or operator is told when lifting a remembered denial is refused: no denial of
+ * that call is on record, or the lifter may not lift it (not in the policy, a grant below the call's
+ * level, operating its caller). Nothing is recorded.
+ */
+export const liftRefusalCodes = ['DENIAL_NOT_FOUND', 'LIFT_NOT_ALLOWED'] as const;
+
+/** A reason a lift was refused. */
+export type LiftRefusalCode = (typeof liftRefusalCodes)[number];
+
+/**
  * What a canceller is told when a cancellation is refused: it is malformed, its signature does not hold, execution
  * started (or the call ended), or the call is not waiting for approval. A refused cancellation changes
  * nothing.

@@ -24,7 +24,9 @@ export type SignedKind =
   | 'grant-revocation'
   // a caller's harness ending its session, and an operator resetting a session's circuits
   | 'session-end'
-  | 'session-reset';
+  | 'session-reset'
+  // an approver or an operator lifting a remembered denial: the same call may be asked again
+  | 'denial-lift';
 
 /** The exact bytes signed: `"toolgate/v1/<kind>\n" + canonical JSON`. */
 export function signedText(input: { kind: SignedKind; value: unknown }): string {

@@ -303,6 +303,24 @@ describe('toolgate CLI', () => {
     expect(refunds.slice(before).map((refund) => refund.amountCents)).toEqual([800]);
   });
 
+  it('lifts a remembered denial as an approver; the same refund is asked again', async () => {
+    const session = `cli-lift-${Date.now()}`;
+    const refund = '{"order_id":"ORD-1003","amount_cents":650,"currency":"BRL","reason":"damaged"}';
+    const propose = () => call('support-bot', 'refund_order', refund, '--session', session, '--json');
+    const { callId } = JSON.parse((await propose()).out) as ToolResult;
+    expect((await run('approvals', 'deny', callId, '--as', 'alice', '--reason', 'no receipt')).code).toBe(0);
+    await run('status', callId, '--wait', '--json');
+    expect(JSON.parse((await propose()).out)).toMatchObject({ code: 'APPROVAL_DENIED', replayed: true });
+    const usage = await run('approvals', 'lift', callId, '--reason', 'receipt arrived');
+    expect(usage.code).toBe(2);
+    const lifted = await run('approvals', 'lift', callId, '--as', 'bob', '--reason', 'receipt arrived');
+    expect(lifted.code).toBe(0);
+    expect(lifted.out).toContain(`lifted: the denial of ${callId}, by bob`);
+    const asked = JSON.parse((await propose()).out) as ToolResult;
+    expect(asked).toMatchObject({ code: 'APPROVAL_PENDING', callId });
+    expect(asked.replayed).toBeUndefined();
+  });
+
   it('lists, shows, resets and ends a session; a reset is an operator’s, signed', async () => {
     const session = `cli-session-${Date.now()}`;
     await call('readonly-bot', 'get_order', '{"order_id":"ORD-1001"}', '--session', session);

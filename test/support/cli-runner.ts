@@ -23,7 +23,7 @@ export async function runCliCapturing(argv: readonly string[]): Promise<CliRun> 
 
 /**
  * Points the test config (test/support/test-toolgate.config.ts) at a harness's policy, keys and an
- * audit file, and returns a runner that adds `--config`, `--address` and the harness's task queue.
+ * audit store (the worker's), and returns a runner that adds `--config`, `--address` and the harness's task queue.
  */
 export function harnessCli(harness: () => ToolGateHarness): {
   useHarnessFiles(): void;
@@ -33,7 +33,8 @@ export function harnessCli(harness: () => ToolGateHarness): {
     useHarnessFiles: () => {
       process.env.TOOLGATE_TEST_POLICY = harness().policyPath;
       process.env.TOOLGATE_TEST_KEYS = harness().keysDirectory;
-      process.env.TOOLGATE_TEST_AUDIT = join(harness().keysDirectory, '..', 'cli-audit.sqlite');
+      // The worker's own store, as one deployment's CLI and workers share one.
+      process.env.TOOLGATE_TEST_AUDIT = harness().auditPath;
     },
     run: (...argv) =>
       runCliCapturing([

@@ -5,6 +5,9 @@ import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { deliveriesDone } from '../support/notifier';
+import { harnessPolicy } from '../support/console-helpers';
+import type { KeyObject } from 'node:crypto';
+import type { DenialLifter } from 'toolgate/admin';
 
 // Denial memory: a refund an approver denied, proposed again in the same session with the same
 // arguments, is answered with that denial at once: no round, no notification, no refund.
@@ -106,6 +109,77 @@ describe('denial memory', () => {
     // Approved there, it runs once.
     await decide(elsewhere.callId, 'alice');
     expect(await harness.client.result(elsewhere.callId, { wait: true })).toMatchObject({
+      ok: true,
+      effect: 'applied',
+    });
+    expect(await appliedRefunds()).toBe(1);
+  });
+
+  it('asks again once an approver lifted the denial; a lift nobody may give changes nothing', async () => {
+    const callId = await deniedRefund();
+    const policy = harnessPolicy(harness);
+    const lift = (by: DenialLifter, key: KeyObject, checked = true) =>
+      harness.admin.liftDenial({
+        deniedCallId: callId,
+        by,
+        privateKey: key,
+        reason: 'the customer sent the receipt',
+        ...(checked ? { policy } : {}),
+      });
+    // Not in the policy, or signed with another's key: refused when checked, ignored by the worker when not.
+    expect(await lift({ operator: 'mallory' }, harness.operatorKey('mallory'))).toMatchObject({
+      accepted: false,
+      code: 'LIFT_NOT_ALLOWED',
+    });
+    expect(await lift({ approver: 'bob' }, harness.approverKey('carol'))).toMatchObject({
+      accepted: false,
+      code: 'LIFT_NOT_ALLOWED',
+    });
+    expect(await lift({ approver: 'bob' }, harness.approverKey('carol'), false)).toMatchObject({
+      accepted: true,
+    });
+    expect(await proposeAgain()).toMatchObject(rememberedAnswer(callId));
+    expect(
+      await harness.admin.liftDenial({
+        deniedCallId: 'tc-refund_order-' + '0'.repeat(64),
+        by: { approver: 'bob' },
+        privateKey: harness.approverKey('bob'),
+        reason: 'nothing to lift',
+      }),
+    ).toMatchObject({ accepted: false, code: 'DENIAL_NOT_FOUND' });
+    // Bob lifts it: the same refund opens a round again, and a person is notified.
+    expect(await lift({ approver: 'bob' }, harness.approverKey('bob'))).toMatchObject({
+      accepted: true,
+      liftedBy: 'bob',
+    });
+    const asked = await proposeAgain();
+    expect(asked).toMatchObject({ ok: false, code: 'APPROVAL_PENDING', callId });
+    expect(asked.replayed).toBeUndefined();
+    // Denied again, it is remembered again: the lift was for the earlier denial.
+    await decide(callId, 'alice', 'deny', reason);
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({ code: 'APPROVAL_DENIED' });
+    expect(await proposeAgain()).toMatchObject({ code: 'APPROVAL_DENIED', replayed: true });
+    expect(await appliedRefunds()).toBe(0);
+    // Every lift is in the audit, with its signature.
+    const lifts = (await harness.audit.decisionAttemptsOf(callId)).filter(
+      (attempt) => attempt.decision === 'lift',
+    );
+    expect(lifts.map((attempt) => attempt.approver)).toEqual(['bob', 'bob']);
+  });
+
+  it('asks again once an operator lifted it; approved, the refund runs once', async () => {
+    const callId = await deniedRefund();
+    const lifted = await harness.admin.liftDenial({
+      deniedCallId: callId,
+      by: { operator: 'olivia' },
+      privateKey: harness.operatorKey('olivia'),
+      reason: 'denied by mistake',
+      policy: harnessPolicy(harness),
+    });
+    expect(lifted).toMatchObject({ accepted: true, liftedBy: 'olivia' });
+    expect(await proposeAgain()).toMatchObject({ code: 'APPROVAL_PENDING', callId });
+    await decide(callId, 'alice');
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({
       ok: true,
       effect: 'applied',
     });
