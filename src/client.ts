@@ -37,6 +37,7 @@ import type {
   SessionResetClaims,
 } from './sessions/protocol';
 import { sessionOperationIdPrefix, sessionOperationWorkflowType } from './sessions/protocol';
+import type { ApprovalView } from './calls/protocol';
 import { callStateQuery, proposeUpdate, searchAttributes, toolCallWorkflowType } from './calls/protocol';
 import { defaultTaskQueue } from './shared/temporal';
 import type { ToolResult } from './shared/tool-result';
@@ -319,7 +320,8 @@ export class ToolGateClient {
       const state = await handle.query(callStateQuery);
       if (state.result) return state.result;
       // `pending` stays set after the decision until the result: only an open round makes it current.
-      if (state.pending && state.approval?.state === 'pending') return state.pending;
+      if (state.pending && state.approval?.state === 'pending')
+        return pendingNow(state.pending, state.approval);
       if (Date.now() >= deadline) return undefined;
       await delay(200);
     }
@@ -637,4 +639,32 @@ function isToolResult(value: unknown): value is ToolResult {
     typeof (value as ToolResult).code === 'string' &&
     typeof (value as ToolResult).ok === 'boolean'
   );
+}
+
+/**
+ * The pending answer as it stands now: the open round's approvals so far, the time left, and whose
+ * turn it is (how many approvals are still needed, and which approvers may give them).
+ */
+function pendingNow(pending: ToolResult, round: ApprovalView): ToolResult {
+  const timeLeftMs = Math.max(0, Date.parse(round.expiresAt) - Date.now());
+  const needed = Math.max(0, round.quorum - round.approvals.length);
+  const from = (round.eligible ?? []).filter((name) => !round.approvals.includes(name));
+  const minutes = Math.round(timeLeftMs / 60_000);
+  return {
+    ...pending,
+    message:
+      `${pending.message} Now: ${needed} more approval(s) needed` +
+      (from.length ? ` from ${from.join(', ')}` : '') +
+      `, about ${minutes} minute(s) left.`,
+    data: {
+      ...pending.data,
+      round: round.round,
+      approvals: [...round.approvals],
+      timeLeftMs,
+      waitingFor: { approvals: needed, approvers: from },
+      ...(round.remindAt !== undefined && Date.now() >= Date.parse(round.remindAt)
+        ? { expiringSoon: true }
+        : {}),
+    },
+  };
 }

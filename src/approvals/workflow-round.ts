@@ -123,6 +123,8 @@ class ApprovalRound {
   readonly previewDigest: string;
   readonly expiresAtMs: number;
   readonly supersedes: RoundSupersession | undefined;
+  readonly eligible: string[];
+  readonly remindAtMs: number | undefined;
   state: ApprovalView['state'] = 'pending';
   readonly approvals: string[] = [];
   readonly accepted: SignedDecision[] = [];
@@ -143,8 +145,10 @@ class ApprovalRound {
     subject: ApprovalSubject;
     preview: Record<string, unknown>;
     supersedes?: RoundSupersession;
+    eligible: string[];
   }) {
     const { subject } = input;
+    this.eligible = input.eligible;
     this.number = input.number;
     this.runId = input.runId;
     this.tool = subject.tool;
@@ -161,6 +165,11 @@ class ApprovalRound {
       previewDigest: this.previewDigest,
     });
     this.expiresAtMs = Date.now() + subject.requirement.windowMs;
+    const reminder = subject.requirement.notifications?.reminder;
+    this.remindAtMs =
+      reminder && reminder.beforeMs < subject.requirement.windowMs
+        ? this.expiresAtMs - reminder.beforeMs
+        : undefined;
   }
 
   get expiresAt(): string {
@@ -204,6 +213,8 @@ class ApprovalRound {
       ...(this.cancelledBecause !== undefined ? { cancelledBecause: this.cancelledBecause } : {}),
       ...(this.supersedes ? { supersedes: this.supersedes } : {}),
       ...(this.edit ? { editedBy: this.edit.signed.envelope.approver } : {}),
+      eligible: [...this.eligible],
+      ...(this.remindAtMs !== undefined ? { remindAt: new Date(this.remindAtMs).toISOString() } : {}),
     };
   }
 }
@@ -297,6 +308,7 @@ export class CallApprovals {
         subject,
         preview: previewed.preview,
         ...(supersedes ? { supersedes } : {}),
+        eligible: this.eligibleFor(subject.riskLevel),
       });
       this.open(round);
       input.onOpen(round.view());
@@ -378,6 +390,19 @@ export class CallApprovals {
       supersedes = { round: round.number, reason: changed };
       previewed = await input.preview();
     }
+  }
+
+  /** The approvers who may decide a round of `riskLevel`: granted it, not operating the caller. */
+  private eligibleFor(riskLevel: RiskLevel): string[] {
+    const approvers = this.call.approvers() ?? {};
+    return Object.keys(approvers)
+      .filter((name) => {
+        const grant = approvers[name]!;
+        return (
+          !levelRefusal({ approver: name, grant, riskLevel }) && !grant.operates.includes(this.call.caller)
+        );
+      })
+      .sort();
   }
 
   private open(round: ApprovalRound): void {

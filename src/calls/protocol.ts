@@ -82,6 +82,10 @@ export interface ApprovalView {
   supersedes?: RoundSupersession;
   /** On a round an approver's edit superseded: who edited (decisions for it are then `ALREADY_DECIDED`). */
   editedBy?: string;
+  /** Whose turn it is: the approvers whose grant covers the round and who do not operate the caller. */
+  eligible?: string[];
+  /** When the approvers' channels are reminded that the round is about to expire (the notifications' `reminder`). */
+  remindAt?: string;
 }
 
 /** One accepted edit of a call's arguments: who, why, in which round, both versions and their digests. */

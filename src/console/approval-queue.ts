@@ -25,6 +25,8 @@ export interface QueueEntry {
   /** When the call started (ISO), for newest-first order. */
   startedAt: string;
   expiresAt: string;
+  /** When its channels are reminded it expires soon (the notifications' reminder); the card is marked from then. */
+  remindAt?: string;
   approvals: string[];
   quorum: number;
 }
@@ -115,6 +117,7 @@ export async function pendingCalls(input: {
         preview: approval.preview,
         startedAt: call.startedAt,
         expiresAt: approval.expiresAt,
+        ...(approval.remindAt !== undefined ? { remindAt: approval.remindAt } : {}),
         approvals: approval.approvals,
         quorum: approval.quorum,
       });

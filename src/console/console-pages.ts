@@ -172,6 +172,7 @@ export function queueEntries(input: { queue: PendingQueue; now: number }): Html 
                 entry.approvals.length ? html` (${entry.approvals.join(', ')})` : ''
               }
               · ${timeLeft({ expiresAt: entry.expiresAt, now: input.now })}
+              ${expiringBadge({ remindAt: entry.remindAt, now: input.now })}
             </p>
           </li>`,
       )}
@@ -235,6 +236,16 @@ export function callPage(input: {
                 ${approval.quorum}
                 ${approval.approvals.length ? html`(${approval.approvals.join(', ')})` : ''} ·
                 ${approval.state === 'pending' ? timeLeft({ expiresAt: approval.expiresAt, now: input.now }) : ''}
+                ${approval.state === 'pending' ? expiringBadge({ remindAt: approval.remindAt, now: input.now }) : ''}
+              </p>
+              <p class="meta" id="round-turn">
+                Whose turn: ${Math.max(0, approval.quorum - approval.approvals.length)} more approval(s)
+                ${
+                  (approval.eligible ?? []).filter((name) => !approval.approvals.includes(name)).length
+                    ? html`from
+                      ${(approval.eligible ?? []).filter((name) => !approval.approvals.includes(name)).join(', ')}`
+                    : ''
+                }
               </p>
               <p class="meta" id="round-contract" title="${approval.contractDigest}">
                 contract <code>${approval.contractDigest.slice(0, 12)}</code>
@@ -835,6 +846,12 @@ function previewList(preview: Record<string, unknown>, id?: string): Html {
 }
 
 /** Time left as text, with the expiry in a data attribute so the page script counts down. */
+/** The badge of a round past its reminder: it expires soon and is still undecided. */
+function expiringBadge(input: { remindAt: string | undefined; now: number }): Html | '' {
+  if (input.remindAt === undefined || input.now < Date.parse(input.remindAt)) return '';
+  return html`<span class="badge badge-expiring">expires soon</span>`;
+}
+
 function timeLeft(input: { expiresAt: string; now: number }): Html {
   return html`<time class="time-left" datetime="${input.expiresAt}" data-expires-at="${input.expiresAt}"
     >${formatTimeLeft(Date.parse(input.expiresAt) - input.now)}</time

@@ -219,7 +219,8 @@ function noticeFromState(input: {
       const { ending: _claimed, ...request } = facts;
       return { ok: true, notice: request };
     }
-    case 'approval-escalated': {
+    case 'approval-escalated':
+    case 'approval-expiring': {
       if (!progress.current || ending) return { ok: false, reason: `round ${notice.round} is not undecided` };
       const { ending: _claimed, ...escalation } = facts;
       return { ok: true, notice: escalation };

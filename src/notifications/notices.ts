@@ -8,6 +8,8 @@
 export const notificationEvents = [
   'approval-requested',
   'approval-escalated',
+  // a round still undecided shortly before it expires (the plan's reminder)
+  'approval-expiring',
   'approval-decided',
   'approval-expired',
 ] as const;
@@ -23,6 +25,8 @@ export interface ApprovalNotificationPlan {
   waiting: string[];
   /** Told when a round is still undecided after `afterMs`. */
   escalation?: { afterMs: number; channels: string[] };
+  /** Told when a round is still undecided `beforeMs` before it expires: the waiting channels and these. */
+  reminder?: { beforeMs: number; channels: string[] };
   /** Whether the channels told of a round are told how it ended (decided or expired). */
   followUp: boolean;
 }

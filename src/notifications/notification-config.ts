@@ -12,6 +12,11 @@ export interface NotificationsConfig {
   waiting: string[];
   /** The channels told when nobody decided after `after` (e.g. `'30m'`; units ms, s, m, h, d). */
   escalation?: { after: string; channels: string[] };
+  /**
+   * A reminder `before` a round expires (e.g. `'15m'`), still undecided: the waiting channels and
+   * `channels` are told it expires soon, and the console marks it.
+   */
+  reminder?: { before: string; channels?: string[] };
   /** Whether a decision or an expiry is posted to the channels that were told (default true). */
   followUp?: boolean;
 }
@@ -94,6 +99,17 @@ export function resolveNotifications(input: {
     plan.escalation = {
       afterMs: durationMs(after),
       channels: known('escalation.channels', config.escalation.channels),
+    };
+  }
+  if (config.reminder) {
+    const { before } = config.reminder;
+    if (typeof before !== 'string' || !/^\d+(ms|s|m|h|d)$/.test(before) || durationMs(before) <= 0) {
+      fail('reminder.before', `"${String(before)}" is not a duration; write e.g. '30m', '2h' or '45s'`);
+    }
+    plan.reminder = {
+      beforeMs: durationMs(before),
+      channels:
+        config.reminder.channels === undefined ? [] : known('reminder.channels', config.reminder.channels),
     };
   }
   const consoleUrl: unknown = config.consoleUrl;

@@ -49,6 +49,9 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
     case 'approval-escalated':
       line = `Still undecided: ${who} waits for approval (${riskLevel}), expires ${expires}`;
       break;
+    case 'approval-expiring':
+      line = `Expires soon, at ${expires}, undecided: ${who} waits for approval (${riskLevel})`;
+      break;
     case 'approval-expired':
       line = `Expired without a decision: ${who} (${riskLevel}) was not run`;
       break;

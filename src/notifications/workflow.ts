@@ -224,12 +224,33 @@ export class ApprovalNotifier {
 
   private async askApprovers(round: NotifiedRound): Promise<void> {
     const asked = this.send({ event: 'approval-requested', round, channels: this.plan.waiting });
-    const { escalation } = this.plan;
-    if (!escalation || escalation.afterMs >= this.call.windowMs) {
-      await asked;
-      return;
+    const { escalation, reminder } = this.plan;
+    const later: Promise<void>[] = [];
+    if (escalation && escalation.afterMs < this.call.windowMs)
+      later.push(this.escalateUnlessEnded(round, escalation));
+    if (reminder && reminder.beforeMs < this.call.windowMs)
+      later.push(this.remindUnlessEnded(round, reminder));
+    await Promise.all([asked, ...later]);
+  }
+
+  /**
+   * A durable timer to `beforeMs` before the round expires, raced against its end: still undecided
+   * then, the waiting channels (and the reminder's) are told it expires soon.
+   */
+  private async remindUnlessEnded(
+    round: NotifiedRound,
+    reminder: { beforeMs: number; channels: string[] },
+  ): Promise<void> {
+    const dueInMs = Date.parse(round.expiresAt) - reminder.beforeMs - Date.now();
+    const over = () => this.closed || this.endedRounds.has(round.round);
+    try {
+      if (dueInMs > 0 ? await condition(over, dueInMs) : over()) return;
+    } catch (error) {
+      if (isCancellation(error)) return;
+      throw error;
     }
-    await Promise.all([asked, this.escalateUnlessEnded(round, escalation)]);
+    const channels = [...new Set([...this.plan.waiting, ...reminder.channels])];
+    await this.send({ event: 'approval-expiring', round, channels });
   }
 
   /** A durable timer from the round's opening, raced against its end; the end (or a decision) cancels it. */
