@@ -197,6 +197,28 @@ async function main(): Promise<void> {
       await decide(denied.callId, 'bob', 'deny');
       await harness.client.result(denied.callId, { wait: true });
       await record('refund-denied', denied.callId);
+      // Edited by an approver (2590 to 2000 cents), then approved as edited.
+      const edited = await harness.call({
+        caller: 'support-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 2590 }),
+      });
+      const editArgs = {
+        ...(await harness.admin.show(edited.callId))?.validatedArguments,
+        amount_cents: 2000,
+      };
+      const editOutcome = await harness.admin.edit({
+        callId: edited.callId,
+        approver: 'bob',
+        privateKey: harness.approverKey('bob'),
+        args: editArgs,
+        reason: 'recorded',
+      });
+      if (!editOutcome.accepted) throw new Error(`the edit was refused: ${editOutcome.message}`);
+      await harness.admin.waitForRound({ callId: edited.callId, after: editOutcome.round });
+      await decide(edited.callId, 'bob', 'approve');
+      await harness.client.result(edited.callId, { wait: true });
+      await record('refund-edited', edited.callId);
       const expired = await harness.call({
         caller: 'hasty-bot',
         tool: 'refund_order',

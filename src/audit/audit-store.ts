@@ -129,6 +129,17 @@ export interface AuditStore {
   recordsOfSession(session: string, options?: { limit?: number }): Promise<AuditRecord[]>;
   /** A session's records of one tool that ended `APPROVAL_DENIED`, oldest first (the denial memory reads them). */
   deniedInSession(input: { session: string; tool: string }): Promise<AuditRecord[]>;
+  /**
+   * The `APPROVAL_DENIED` records of `tool` for one end user (the context's `onBehalfOf`, and its
+   * `tenant`, absent as absent) recorded at or after `since` (ISO), in any session, oldest first: the
+   * denial memory a policy's `rememberDenials.acrossSessions` reads.
+   */
+  deniedForEndUser(input: {
+    endUser: string;
+    tenant?: string;
+    tool: string;
+    since: string;
+  }): Promise<AuditRecord[]>;
   /** Appends a decision attempt, accepted or refused; the same (update id, source) twice writes once. */
   appendDecisionAttempt(attempt: DecisionAttempt): Promise<boolean>;
   /** Every decision attempt on a call, oldest first. */
@@ -264,6 +275,11 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
   const deniedOfSession = database.prepare(
     "SELECT record FROM audit_records WHERE session = ? AND tool = ? AND code = 'APPROVAL_DENIED' ORDER BY sequence",
   );
+  const deniedOfEndUser = database.prepare(
+    `SELECT record FROM audit_records WHERE tool = @tool AND code = 'APPROVAL_DENIED' AND recorded_at >= @since
+       AND json_extract(record, '$.context.onBehalfOf') = @endUser
+       AND coalesce(json_extract(record, '$.context.tenant'), '') = @tenant ORDER BY sequence`,
+  );
   const insertAttempt = database.prepare(`
     INSERT OR IGNORE INTO decision_attempts (update_id, source, call_id, recorded_at, attempt)
     VALUES (@updateId, @source, @callId, @recordedAt, @attempt)`);
@@ -332,6 +348,8 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
           : newestOfSession.all(session, Math.max(0, Math.floor(options.limit))),
       ),
     deniedInSession: async ({ session, tool }) => parse(deniedOfSession.all(session, tool)),
+    deniedForEndUser: async ({ endUser, tenant, tool, since }) =>
+      parse(deniedOfEndUser.all({ endUser, tenant: tenant ?? '', tool, since })),
     appendDecisionAttempt: async (attempt) =>
       insertAttempt.run({
         updateId: attempt.updateId,

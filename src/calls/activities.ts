@@ -32,6 +32,8 @@ import { disabledSwitchFor } from '../controls/protocol';
 import { readControls } from '../controls/activities';
 import { coveringGrant, readGrants } from '../grants/activities';
 import { evaluateCall } from './evaluate-call';
+import { durationMs } from '../shared/durations';
+import { callerPolicyIn } from '../policy/context-policy';
 import { deniedAgain, denialLifted, rememberedDenial } from '../approvals/denial-memory';
 
 /** The ApplicationFailure types the executor raises; the workflow reads them, never `instanceof`. */
@@ -96,8 +98,32 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
   });
 
   /**
-   * A call that needs approval, denied by a person earlier in its session with these same arguments:
-   * the evaluation that answers it with that denial (no round, no notification). A store that cannot
+   * With the caller's policy `rememberDenials.acrossSessions` (as it applies in the call's context),
+   * the denials of `tool` for the call's end user in any session within that window; none otherwise,
+   * or when the store cannot be read.
+   */
+  const endUserDenials = async (input: SignedProposal, tool: string): Promise<AuditRecord[]> => {
+    const context = input.proposal.context;
+    const ownPolicy = dependencies.policy().callerPolicy(input.proposal.caller);
+    const across = ownPolicy
+      ? callerPolicyIn({ callerPolicy: ownPolicy, context }).approval?.rememberDenials?.acrossSessions
+      : undefined;
+    const endUser = typeof context?.onBehalfOf === 'string' ? context.onBehalfOf : undefined;
+    if (across === undefined || endUser === undefined) return [];
+    return dependencies.audit
+      .deniedForEndUser({
+        endUser,
+        ...(typeof context?.tenant === 'string' ? { tenant: context.tenant } : {}),
+        tool,
+        since: new Date(Date.now() - durationMs(across)).toISOString(),
+      })
+      .catch(() => []);
+  };
+
+  /**
+   * A call that needs approval, denied by a person earlier in its session with these same arguments
+   * (or, per the policy, for its end user in another session): the evaluation that answers it with
+   * that denial (no round, no notification), unless someone lifted it since. A store that cannot
    * be read remembers nothing: a person is asked again, the safe side.
    */
   const metDenial = async (
@@ -109,7 +135,10 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     const records = await dependencies.audit
       .deniedInSession({ session: input.proposal.session, tool: call.tool })
       .catch(() => []);
-    const denial = rememberedDenial({ records, args: call.args });
+    const elsewhere = await endUserDenials(input, call.tool);
+    const denial =
+      rememberedDenial({ records, args: call.args }) ??
+      rememberedDenial({ records: elsewhere, args: call.args });
     if (!denial) return undefined;
     // An approver or an operator may have lifted it since: then a person is asked again.
     const attempts = await dependencies.audit.decisionAttemptsOf(denial.deniedCallId).catch(() => []);

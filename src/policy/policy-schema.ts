@@ -61,6 +61,14 @@ export const approvalPolicySchema = z.strictObject({
     .partialRecord(riskLevel, z.int().min(1).max(10))
     .optional()
     .describe('how many distinct approvers a level needs (default 1)'),
+  rememberDenials: z
+    .strictObject({
+      acrossSessions: durationSchema.describe(
+        "how long a denial is remembered for the same end user (the context's onBehalfOf and tenant) in any session",
+      ),
+    })
+    .optional()
+    .describe('a denied call is remembered in its session; with acrossSessions, for its end user too'),
 });
 
 /**

@@ -269,6 +269,37 @@ export function describeAuditStoreContract(input: {
       expect(await store.deniedInSession({ session, tool: 'get_order' })).toEqual([]);
     });
 
+    it("gives an end user's denials of one tool since a time, in any session, and nothing else", async () => {
+      const { store } = await fresh();
+      const endUser = `CUS-${randomUUID()}`;
+      const since = new Date(Date.now() - 1_000).toISOString();
+      const denial = (overrides: Partial<AuditRecord> = {}) =>
+        auditRecord({
+          session: `session-${randomUUID()}`,
+          code: 'APPROVAL_DENIED',
+          ok: false,
+          effect: 'none',
+          context: { onBehalfOf: endUser },
+          ...overrides,
+        });
+      const first = denial();
+      const inTenant = denial({ context: { onBehalfOf: endUser, tenant: 'shop-2' } });
+      const second = denial();
+      await store.append(first);
+      await store.append(inTenant);
+      await store.append(denial({ context: { onBehalfOf: `CUS-${randomUUID()}` } }));
+      await store.append(denial({ tool: 'cancel_order' }));
+      await store.append(denial({ code: 'APPROVAL_EXPIRED' }));
+      await store.append(auditRecord({ context: { onBehalfOf: endUser } }));
+      await store.append(second);
+      expect(await store.deniedForEndUser({ endUser, tool: 'refund_order', since })).toEqual([first, second]);
+      expect(
+        await store.deniedForEndUser({ endUser, tenant: 'shop-2', tool: 'refund_order', since }),
+      ).toEqual([inTenant]);
+      const future = new Date(Date.now() + 60_000).toISOString();
+      expect(await store.deniedForEndUser({ endUser, tool: 'refund_order', since: future })).toEqual([]);
+    });
+
     it('writes a decision attempt once per update id and source, and lists a call’s attempts oldest first', async () => {
       const { store } = await fresh();
       const callId = `tc-${randomUUID()}`;

@@ -24,6 +24,7 @@ describe('recorded histories of representative calls', () => {
         'refund-cancelled',
         'refund-contract-changed',
         'refund-denied',
+        'refund-edited',
         'refund-granted',
         'refund-invalid-arguments',
         'refund-limit-counter',
