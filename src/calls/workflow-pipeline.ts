@@ -176,7 +176,7 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
       notifications.opened(round);
     },
     onEnd: (round, ending) => notifications.ended(round, ending),
-    judgeEdit: (args) => judgeEdit(call, args),
+    judgeEdit: (args) => judgeEdit({ call, args, current: steps.evaluated }),
     applyEdit: (evaluation, edit) => {
       edited = evaluation.call.args;
       call.evaluated(evaluation);
@@ -246,14 +246,33 @@ function signedProposalOf(call: CallRun): SignedProposal {
 }
 
 /** An approver's edited arguments, judged: they may go on, or the edit code and reason the approver is told. */
-async function judgeEdit(call: CallRun, args: Record<string, unknown>): Promise<EditVerdict> {
+async function judgeEdit(input: {
+  call: CallRun;
+  args: Record<string, unknown>;
+  /** The evaluation the call goes on with now: what its limits across sessions reserved. */
+  current: EvaluatedCall;
+}): Promise<EditVerdict> {
+  const { call, args, current } = input;
   let evaluation: CallEvaluation;
   try {
     evaluation = await evaluationActivities.evaluateEdit({ ...signedProposalOf(call), edited: args });
   } catch {
     return { ok: false, code: 'EDIT_REFUSED', reason: 'the worker could not judge the edit; try again' };
   }
-  if (evaluation.ok) return { ok: true, evaluation };
+  if (evaluation.ok) {
+    // The call's room in its limits was reserved for its amount: an edit may lower it, never raise it.
+    const edited = evaluation.call.amount;
+    if (current.quotas?.length && edited !== undefined && edited > (current.amount ?? 0)) {
+      return {
+        ok: false,
+        code: 'EDIT_REFUSED',
+        reason:
+          `the call counts toward a limit across sessions, reserved for ${current.amount ?? 0}; ` +
+          `an edit may lower its amount, not raise it to ${edited}: deny, and let the agent propose it`,
+      };
+    }
+    return { ok: true, evaluation };
+  }
   const { code, message } = evaluation.refusal;
   return editRefusalCodes.includes(code as EditRefusalCode)
     ? { ok: false, code: code as EditRefusalCode, reason: message }
