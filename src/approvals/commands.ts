@@ -230,7 +230,9 @@ export function addEditCommand(approvals: Command, context: CliContext): void {
             else output.out(`refused: ${outcome.message}`);
             return 1;
           }
-          const next = await admin.waitForRound({ callId, after: outcome.round });
+          const found = await admin.waitForRound({ callId, after: outcome.round });
+          // Only the round that asks for exactly these arguments is this edit's to approve.
+          const next = found?.approval?.argsDigest === outcome.editedDigest ? found : null;
           if (!options.approve || !next) {
             if (options.json) output.out(JSON.stringify({ ...outcome, next: next?.approval ?? null }));
             else {

@@ -29,6 +29,8 @@ export interface RememberedDenial {
 export function rememberedDenial(input: {
   records: readonly AuditRecord[];
   args: Record<string, unknown>;
+  /** Only a denial a person gave at or after this time (ISO) counts (answers of it since do not renew it). */
+  deniedSince?: string;
 }): RememberedDenial | undefined {
   const digest = sha256Hex(canonicalJson(input.args));
   for (let index = input.records.length - 1; index >= 0; index--) {
@@ -40,12 +42,16 @@ export function rememberedDenial(input: {
     const approver = text('approver');
     const reason = text('reason');
     if (approver === undefined || reason === undefined) continue;
-    return {
+    const denial = {
       approver,
       reason,
       deniedCallId: text('deniedCallId') ?? record.callId,
       deniedAt: text('deniedAt') ?? record.finishedAt,
     };
+    if (input.deniedSince !== undefined && !(Date.parse(denial.deniedAt) >= Date.parse(input.deniedSince))) {
+      return undefined;
+    }
+    return denial;
   }
   return undefined;
 }

@@ -14,6 +14,7 @@ import type { ExecutionApproval, SignedDecision, SignedEdit } from './protocol';
 import { approvalNonce } from './protocol';
 import type { ApprovalRequirement } from '../calls/call-evaluation';
 import { digestOf } from '../shared/canonical-json';
+import { ownValue } from '../shared/own-records';
 import type { DecisionRefusalCode, EditRefusalCode } from '../shared/codes';
 import type { RoundEnding } from '../notifications/notices';
 import {
@@ -109,6 +110,13 @@ function contractChangedReason(tool: string): string {
  */
 const maxKeyAttemptsPerInvite = 16;
 
+/**
+ * How many edits one round refuses in its handler (after judging them: each an accepted update, a few
+ * events of history) before its validator refuses any more without history: an approver who keeps
+ * sending edits that do not hold cannot fill the call's history.
+ */
+const maxRefusedEdits = 16;
+
 /** One round: the preview an approver signs for, the contract it is bound to, the decisions taken, its expiry. */
 class ApprovalRound {
   readonly number: number;
@@ -136,6 +144,8 @@ class ApprovalRound {
   supersededBecause?: string;
   /** Set when the call was cancelled (or its tool disabled) while the round was open: by whom and why. */
   cancelledBecause?: string;
+  /** The signatures of edits the handler refused (each an accepted update in history): refused again at once. */
+  readonly refusedEdits: string[] = [];
   /** Set when an approver's edit closed the round: the edit, and the evaluation of the edited arguments. */
   edit?: { signed: SignedEdit; evaluation: JudgedEdit };
 
@@ -664,8 +674,15 @@ export class CallApprovals {
       verifyChain: this.verifyChain,
     });
     if (!judgement.ok) throw this.refuse({ decision: edit, code: judgement.code, reason: judgement.reason });
-    if (round.usedSignatures.includes(edit.signature)) {
+    if (round.usedSignatures.includes(edit.signature) || round.refusedEdits.includes(edit.signature)) {
       throw this.refuse({ decision: edit, code: 'DECISION_REPLAYED', reason: 'this edit was already sent' });
+    }
+    if (round.refusedEdits.length >= maxRefusedEdits) {
+      throw this.refuse({
+        decision: edit,
+        code: 'EDIT_REFUSED',
+        reason: `this round refused ${round.refusedEdits.length} edits already; approve or deny it as it is`,
+      });
     }
     const known = judgement.key ? this.knownKeyRefusal(round, judgement.key) : undefined;
     if (known) throw this.refuse({ decision: edit, ...known });
@@ -694,14 +711,29 @@ export class CallApprovals {
     // The round may have been decided, edited or closed while the edit was judged.
     const meanwhile = this.editRefusal(round, edit);
     if (meanwhile) throw this.refuse({ decision: edit, ...meanwhile });
-    if (!verdict.ok) throw this.refuse({ decision: edit, code: verdict.code, reason: verdict.reason });
     const { envelope } = edit;
+    const refused = (refusal: { code: EditRefusalCode; reason: string }) => {
+      // A refusal here is an accepted update in history: the same edit sent again is refused by the
+      // validator, and an approver's refused edits in one round are capped (see `maxRefusedEdits`).
+      round.refusedEdits.push(edit.signature);
+      return this.refuse({ decision: edit, ...refusal });
+    };
+    if (!verdict.ok) throw refused(verdict);
     const riskLevel = verdict.evaluation.call.riskLevel;
-    const grant = this.call.approvers()?.[envelope.approver];
+    // What the new round binds is what the evaluation made of the edited arguments: exactly those signed.
+    if (digestOf(verdict.evaluation.call.args) !== envelope.editedDigest) {
+      throw refused({
+        code: 'EDIT_REFUSED',
+        reason:
+          "the tool's contract changes the edited arguments (a default or a transform): send them as it validates them",
+      });
+    }
+    // The editor's grant, by the policy the edited arguments were judged under.
+    const grant = ownValue(verdict.evaluation.approvers, envelope.approver);
     const beyond = grant
       ? levelRefusal({ approver: envelope.approver, grant, riskLevel })
       : { code: 'APPROVER_UNKNOWN' as const, reason: 'no such approver' };
-    if (beyond) throw this.refuse({ decision: edit, code: beyond.code, reason: beyond.reason });
+    if (beyond) throw refused(beyond);
     round.usedSignatures.push(edit.signature);
     round.edit = { signed: edit, evaluation: verdict.evaluation };
     this.record({ decision: edit, outcome: 'accepted', round: round.number });

@@ -130,11 +130,12 @@ export interface AuditStore {
   /** A session's records of one tool that ended `APPROVAL_DENIED`, oldest first (the denial memory reads them). */
   deniedInSession(input: { session: string; tool: string }): Promise<AuditRecord[]>;
   /**
-   * The `APPROVAL_DENIED` records of `tool` for one end user (the context's `onBehalfOf`, and its
+   * The `APPROVAL_DENIED` records of `caller`'s calls of `tool` for one end user (the context's `onBehalfOf`, and its
    * `tenant`, absent as absent) recorded at or after `since` (ISO), in any session, oldest first: the
    * denial memory a policy's `rememberDenials.acrossSessions` reads.
    */
   deniedForEndUser(input: {
+    caller: string;
     endUser: string;
     tenant?: string;
     tool: string;
@@ -276,7 +277,7 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
     "SELECT record FROM audit_records WHERE session = ? AND tool = ? AND code = 'APPROVAL_DENIED' ORDER BY sequence",
   );
   const deniedOfEndUser = database.prepare(
-    `SELECT record FROM audit_records WHERE tool = @tool AND code = 'APPROVAL_DENIED' AND recorded_at >= @since
+    `SELECT record FROM audit_records WHERE caller = @caller AND tool = @tool AND code = 'APPROVAL_DENIED' AND recorded_at >= @since
        AND json_extract(record, '$.context.onBehalfOf') = @endUser
        AND coalesce(json_extract(record, '$.context.tenant'), '') = @tenant ORDER BY sequence`,
   );
@@ -348,8 +349,8 @@ export function openSqliteAuditStore(input: { path: string }): AuditStore {
           : newestOfSession.all(session, Math.max(0, Math.floor(options.limit))),
       ),
     deniedInSession: async ({ session, tool }) => parse(deniedOfSession.all(session, tool)),
-    deniedForEndUser: async ({ endUser, tenant, tool, since }) =>
-      parse(deniedOfEndUser.all({ endUser, tenant: tenant ?? '', tool, since })),
+    deniedForEndUser: async ({ caller, endUser, tenant, tool, since }) =>
+      parse(deniedOfEndUser.all({ caller, endUser, tenant: tenant ?? '', tool, since })),
     appendDecisionAttempt: async (attempt) =>
       insertAttempt.run({
         updateId: attempt.updateId,

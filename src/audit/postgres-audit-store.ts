@@ -203,12 +203,12 @@ export async function openPostgresAuditStore(input: {
         `SELECT record FROM audit_records WHERE session = $1 AND tool = $2 AND code = 'APPROVAL_DENIED' ORDER BY sequence`,
         [session, tool],
       ),
-    deniedForEndUser: ({ endUser, tenant, tool, since }) =>
+    deniedForEndUser: ({ caller, endUser, tenant, tool, since }) =>
       records(
-        `SELECT record FROM audit_records WHERE tool = $1 AND code = 'APPROVAL_DENIED' AND recorded_at >= $2
-           AND (record::jsonb)->'context'->>'onBehalfOf' = $3
-           AND coalesce((record::jsonb)->'context'->>'tenant', '') = $4 ORDER BY sequence`,
-        [tool, since, endUser, tenant ?? ''],
+        `SELECT record FROM audit_records WHERE caller = $1 AND tool = $2 AND code = 'APPROVAL_DENIED'
+           AND recorded_at >= $3 AND (record::jsonb)->'context'->>'onBehalfOf' = $4
+           AND coalesce((record::jsonb)->'context'->>'tenant', '') = $5 ORDER BY sequence`,
+        [caller, tool, since, endUser, tenant ?? ''],
       ),
     appendDecisionAttempt: (attempt) =>
       inserted(

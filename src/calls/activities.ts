@@ -102,22 +102,28 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
    * the denials of `tool` for the call's end user in any session within that window; none otherwise,
    * or when the store cannot be read.
    */
-  const endUserDenials = async (input: SignedProposal, tool: string): Promise<AuditRecord[]> => {
+  const endUserDenials = async (
+    input: SignedProposal,
+    tool: string,
+  ): Promise<{ records: AuditRecord[]; since?: string }> => {
     const context = input.proposal.context;
     const ownPolicy = dependencies.policy().callerPolicy(input.proposal.caller);
     const across = ownPolicy
       ? callerPolicyIn({ callerPolicy: ownPolicy, context }).approval?.rememberDenials?.acrossSessions
       : undefined;
     const endUser = typeof context?.onBehalfOf === 'string' ? context.onBehalfOf : undefined;
-    if (across === undefined || endUser === undefined) return [];
-    return dependencies.audit
+    if (across === undefined || endUser === undefined) return { records: [] };
+    const since = new Date(Date.now() - durationMs(across)).toISOString();
+    const records = await dependencies.audit
       .deniedForEndUser({
+        caller: input.proposal.caller,
         endUser,
         ...(typeof context?.tenant === 'string' ? { tenant: context.tenant } : {}),
         tool,
-        since: new Date(Date.now() - durationMs(across)).toISOString(),
+        since,
       })
       .catch(() => []);
+    return { records, since };
   };
 
   /**
@@ -138,7 +144,7 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
     const elsewhere = await endUserDenials(input, call.tool);
     const denial =
       rememberedDenial({ records, args: call.args }) ??
-      rememberedDenial({ records: elsewhere, args: call.args });
+      rememberedDenial({ records: elsewhere.records, args: call.args, deniedSince: elsewhere.since });
     if (!denial) return undefined;
     // An approver or an operator may have lifted it since: then a person is asked again.
     const attempts = await dependencies.audit.decisionAttemptsOf(denial.deniedCallId).catch(() => []);

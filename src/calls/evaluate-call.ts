@@ -336,16 +336,22 @@ function editedParameters(input: {
   }
   const before = validateArguments({ contract, value: proposed });
   const after = validateArguments({ contract, value: edited });
-  if (before.ok && after.ok) {
-    const was = resourceOf(contract, before.args);
+  if (after.ok) {
+    // A resource that cannot be read (the proposal no longer validates, the function throws) is
+    // never the same one: the edit is refused rather than trusted.
+    const was = before.ok ? resourceOf(contract, before.args) : undefined;
     const now = resourceOf(contract, after.args);
-    if (was !== now) {
+    if (was === undefined || now === undefined || was !== now) {
       return {
         ok: false,
         refusal: {
           code: 'RESOURCE_EDITED',
-          message: resourceEditedMessage({ tool: contract.name, was, now }),
-          data: { resource: was, edited: now },
+          message: resourceEditedMessage({
+            tool: contract.name,
+            was: was ?? '(unreadable)',
+            now: now ?? '(unreadable)',
+          }),
+          data: { resource: was ?? null, edited: now ?? null },
         },
       };
     }
@@ -353,11 +359,12 @@ function editedParameters(input: {
   return { ok: true, value: edited };
 }
 
-function resourceOf(contract: AnyToolContract, args: Record<string, unknown>): string {
+function resourceOf(contract: AnyToolContract, args: Record<string, unknown>): string | undefined {
   try {
-    return contract.resource(args);
+    const resource = contract.resource(args);
+    return typeof resource === 'string' ? resource : undefined;
   } catch {
-    return '(unreadable)';
+    return undefined;
   }
 }
 

@@ -137,6 +137,12 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
   const notifications = call.notifyApprovals({ evaluated: steps.evaluated, requirement });
   // The arguments an approver's edit made (absent: the model's): judged again with them after a deploy.
   let edited: Record<string, unknown> | undefined;
+  let editedBy: string | undefined;
+  const editedRequirement = (approver: string): ApprovalRequirement => ({
+    ...requirement,
+    quorum: 1,
+    rule: `${approver} edited the arguments: they run once approved as edited`,
+  });
   // While it waits, an operator may turn the tool off: the controls tell the call, which reads the switch.
   void toolSwitch.watch(steps.evaluated.tool);
   const outcome = await approvals.obtain<ToolResult>({
@@ -150,8 +156,9 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
       const evaluated = await evaluate(call, edited);
       if (!evaluated.ok) return { ok: false, stop: evaluated.result };
       steps.judgedAgain(evaluated.value);
-      const again = evaluated.value.approval;
-      // The rule the new evaluation asks approval by; none when it lets the caller act alone.
+      // The rule the new evaluation asks approval by; none when it lets the caller act alone, unless
+      // an approver edited the arguments: those run only once approved as edited, whatever the deploy.
+      const again = evaluated.value.approval ?? (editedBy ? editedRequirement(editedBy) : undefined);
       call.state.approvalRule = again?.rule;
       return { ok: true, subject: again ? approvalSubject(evaluated.value, again) : undefined };
     },
@@ -179,14 +186,11 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
     judgeEdit: (args) => judgeEdit({ call, args, current: steps.evaluated }),
     applyEdit: (evaluation, edit) => {
       edited = evaluation.call.args;
+      editedBy = edit.envelope.approver;
       call.evaluated(evaluation);
       steps.judgedAgain(evaluation.call);
       // Edited arguments run only once approved as edited, even where the policy would let them alone.
-      const again = evaluation.call.approval ?? {
-        ...requirement,
-        quorum: 1,
-        rule: `${edit.envelope.approver} edited the arguments: they run once approved as edited`,
-      };
+      const again = evaluation.call.approval ?? editedRequirement(editedBy);
       call.state.approvalRule = again.rule;
       if (evaluation.call.inputSchema) call.state.inputSchema = evaluation.call.inputSchema;
       return approvalSubject(evaluation.call, again);
@@ -260,7 +264,17 @@ async function judgeEdit(input: {
     return { ok: false, code: 'EDIT_REFUSED', reason: 'the worker could not judge the edit; try again' };
   }
   if (evaluation.ok) {
-    // The call's room in its limits was reserved for its amount: an edit may lower it, never raise it.
+    // The call's room in its limits was reserved for its limits and amount, before it waited: the edited
+    // call must count toward the same limits, and may lower its amount, never raise it.
+    if (canonicalJson(evaluation.call.quotas ?? []) !== canonicalJson(current.quotas ?? [])) {
+      return {
+        ok: false,
+        code: 'EDIT_REFUSED',
+        reason:
+          'the limits across sessions this call counts toward changed since it reserved its room: ' +
+          'deny, and let the agent propose it again',
+      };
+    }
     const edited = evaluation.call.amount;
     if (current.quotas?.length && edited !== undefined && edited > (current.amount ?? 0)) {
       return {

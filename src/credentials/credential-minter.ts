@@ -85,6 +85,7 @@ export function createCredentialMinter(input: {
       if (!verdict.ok) throw new MintRefusal(`the minter's policy refuses it (${verdict.code})`);
       const argsDigest = digestOf(args);
       const edits = approval && 'edits' in approval ? approval.edits : undefined;
+      if (edits !== undefined && !Array.isArray(edits)) throw new MintRefusal('the edits are not a list');
       if (edits?.length) {
         await confirmEdits({
           edits,

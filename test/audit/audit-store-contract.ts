@@ -290,14 +290,25 @@ export function describeAuditStoreContract(input: {
       await store.append(denial({ context: { onBehalfOf: `CUS-${randomUUID()}` } }));
       await store.append(denial({ tool: 'cancel_order' }));
       await store.append(denial({ code: 'APPROVAL_EXPIRED' }));
+      await store.append(denial({ caller: 'other-bot' }));
       await store.append(auditRecord({ context: { onBehalfOf: endUser } }));
       await store.append(second);
-      expect(await store.deniedForEndUser({ endUser, tool: 'refund_order', since })).toEqual([first, second]);
       expect(
-        await store.deniedForEndUser({ endUser, tenant: 'shop-2', tool: 'refund_order', since }),
+        await store.deniedForEndUser({ caller: 'support-bot', endUser, tool: 'refund_order', since }),
+      ).toEqual([first, second]);
+      expect(
+        await store.deniedForEndUser({
+          caller: 'support-bot',
+          endUser,
+          tenant: 'shop-2',
+          tool: 'refund_order',
+          since,
+        }),
       ).toEqual([inTenant]);
       const future = new Date(Date.now() + 60_000).toISOString();
-      expect(await store.deniedForEndUser({ endUser, tool: 'refund_order', since: future })).toEqual([]);
+      expect(
+        await store.deniedForEndUser({ caller: 'support-bot', endUser, tool: 'refund_order', since: future }),
+      ).toEqual([]);
     });
 
     it('writes a decision attempt once per update id and source, and lists a call’s attempts oldest first', async () => {
