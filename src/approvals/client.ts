@@ -14,7 +14,7 @@ import type { RiskLevel } from '../tools/risk-levels';
 import type { KeyChain } from '../approver-keys/protocol';
 import { keyIdOf } from '../approver-keys/protocol';
 import { isCallId } from '../calls/proposal';
-import type { CallState, DecisionReceipt, EditReceipt } from '../calls/protocol';
+import type { ApprovalView, CallState, DecisionReceipt, EditReceipt } from '../calls/protocol';
 import { callStateQuery, decideUpdate, editUpdate, searchAttributes } from '../calls/protocol';
 
 /** A call waiting for approval, as an approver's list shows it. */
@@ -129,27 +129,10 @@ export class ApprovalAdmin {
     const state = await this.show(input.callId);
     const approval = state?.approval;
     if (!state || !approval || approval.state !== 'pending') {
-      const outcome = closedCallRefusal({ callId: input.callId, state });
-      // Nothing was signed or sent: the attempt names the run of the call's last round ('' when it had none).
-      await this.audit?.appendDecisionAttempt({
-        updateId: randomUUID(),
-        callId: input.callId,
-        runId: approval?.runId ?? '',
-        approver: input.approver,
-        decision: input.decision,
-        outcome: outcome.code,
-        source: 'admin',
-        envelope: null,
-      });
-      return outcome;
+      return this.refusedUnsent({ ...input, state });
     }
     const envelope: DecisionEnvelope = {
-      callId: input.callId,
-      runId: approval.runId,
-      nonce: approval.nonce,
-      argsDigest: approval.argsDigest,
-      previewDigest: approval.previewDigest,
-      contractDigest: approval.contractDigest,
+      ...roundBinding(input.callId, approval),
       decision: input.decision,
       approver: input.approver,
       reason: input.reason,
@@ -213,26 +196,10 @@ export class ApprovalAdmin {
     const state = await this.show(input.callId);
     const approval = state?.approval;
     if (!state || !approval || approval.state !== 'pending') {
-      const outcome = closedCallRefusal({ callId: input.callId, state });
-      await this.audit?.appendDecisionAttempt({
-        updateId: randomUUID(),
-        callId: input.callId,
-        runId: approval?.runId ?? '',
-        approver: input.approver,
-        decision: 'edit',
-        outcome: outcome.code,
-        source: 'admin',
-        envelope: null,
-      });
-      return outcome;
+      return this.refusedUnsent({ ...input, decision: 'edit', state });
     }
     const envelope: EditEnvelope = {
-      callId: input.callId,
-      runId: approval.runId,
-      nonce: approval.nonce,
-      argsDigest: approval.argsDigest,
-      previewDigest: approval.previewDigest,
-      contractDigest: approval.contractDigest,
+      ...roundBinding(input.callId, approval),
       editedArgs: input.args,
       editedDigest: digestOf(input.args),
       approver: input.approver,
@@ -358,6 +325,30 @@ export class ApprovalAdmin {
     return { accepted: true, deniedCallId: input.deniedCallId, liftedBy: by };
   }
 
+  /**
+   * A decision or an edit for a call with no open round: refused without signing or sending, and the
+   * attempt logged, naming the run of the call's last round ('' when it had none).
+   */
+  private async refusedUnsent(input: {
+    callId: string;
+    approver: string;
+    decision: string;
+    state: CallState | null;
+  }): Promise<DecisionRefusal> {
+    const outcome = closedCallRefusal({ callId: input.callId, state: input.state });
+    await this.audit?.appendDecisionAttempt({
+      updateId: randomUUID(),
+      callId: input.callId,
+      runId: input.state?.approval?.runId ?? '',
+      approver: input.approver,
+      decision: input.decision,
+      outcome: outcome.code,
+      source: 'admin',
+      envelope: null,
+    });
+    return outcome;
+  }
+
   /** No run took the decision: says why from the call's last state (decided when it cannot be read). */
   private async closedRunRefusal(callId: string): Promise<DecisionRefusal> {
     let state: CallState | null;
@@ -368,6 +359,18 @@ export class ApprovalAdmin {
     }
     return closedCallRefusal({ callId, state });
   }
+}
+
+/** What a decision or an edit names of the round it is for: the call, run, nonce and the three digests. */
+function roundBinding(callId: string, approval: ApprovalView) {
+  return {
+    callId,
+    runId: approval.runId,
+    nonce: approval.nonce,
+    argsDigest: approval.argsDigest,
+    previewDigest: approval.previewDigest,
+    contractDigest: approval.contractDigest,
+  };
 }
 
 /** The enrolled key a decision says it was signed with, for the audit (nothing when it names none). */

@@ -77,21 +77,46 @@ const signedDecisionFields = new Set(['envelope', 'signature', 'key']);
  * most `maxDecisionReasonLength` characters. Never throws.
  */
 export function decisionShapeProblem(value: unknown): string | undefined {
+  return signedShapeProblem(value, { noun: 'decision', fields: envelopeFields });
+}
+
+/**
+ * The shape a signed decision and a signed edit share: a string signature, an optional key chain,
+ * nothing else; an envelope with exactly `fields`, each of its kind (`true` or `'string'`: a string;
+ * `'object'`: a plain object), and a reason of at most `maxDecisionReasonLength` characters.
+ */
+function signedShapeProblem(
+  value: unknown,
+  input: { noun: 'decision' | 'edit'; fields: Record<string, true | 'string' | 'object'> },
+): string | undefined {
+  const { noun, fields } = input;
   if (!isRecord(value) || typeof value.signature !== 'string') return 'expected {envelope, signature}';
   if (value.key !== undefined && !isRecord(value.key)) return 'its key chain is not an object';
   const extra = Object.keys(value).filter((field) => !signedDecisionFields.has(field));
-  if (extra.length) return `it has fields a decision does not have: ${extra.slice(0, 5).join(', ')}`;
+  if (extra.length) return `it has fields ${article(noun)} does not have: ${extra.slice(0, 5).join(', ')}`;
   const envelope = value.envelope;
   if (!isRecord(envelope)) return 'its envelope is not an object';
-  const missing = Object.keys(envelopeFields).filter((field) => typeof envelope[field] !== 'string');
-  if (missing.length) return `envelope fields that are not strings: ${missing.join(', ')}`;
-  const unknown = Object.keys(envelope).filter((field) => !Object.hasOwn(envelopeFields, field));
-  if (unknown.length) return `envelope fields a decision does not have: ${unknown.slice(0, 5).join(', ')}`;
+  const wrong = Object.entries(fields)
+    .filter(([field, kind]) =>
+      kind === 'object' ? !isRecord(envelope[field]) : typeof envelope[field] !== 'string',
+    )
+    .map(([field]) => field);
+  if (wrong.length) {
+    const textOnly = Object.values(fields).every((kind) => kind !== 'object');
+    return `envelope fields ${textOnly ? 'that are not strings' : 'missing or of the wrong type'}: ${wrong.join(', ')}`;
+  }
+  const unknown = Object.keys(envelope).filter((field) => !Object.hasOwn(fields, field));
+  if (unknown.length)
+    return `envelope fields ${article(noun)} does not have: ${unknown.slice(0, 5).join(', ')}`;
   const reason = envelope.reason as string;
   if (reason.length > maxDecisionReasonLength) {
     return `its reason is ${reason.length} characters; give one of at most ${maxDecisionReasonLength}`;
   }
   return undefined;
+}
+
+function article(noun: 'decision' | 'edit'): string {
+  return noun === 'edit' ? 'an edit' : 'a decision';
 }
 
 /**
@@ -264,25 +289,7 @@ const editFields: Record<keyof EditEnvelope, 'string' | 'object'> = {
  * Never throws.
  */
 export function editShapeProblem(value: unknown): string | undefined {
-  if (!isRecord(value) || typeof value.signature !== 'string') return 'expected {envelope, signature}';
-  if (value.key !== undefined && !isRecord(value.key)) return 'its key chain is not an object';
-  const extra = Object.keys(value).filter((field) => !signedDecisionFields.has(field));
-  if (extra.length) return `it has fields an edit does not have: ${extra.slice(0, 5).join(', ')}`;
-  const envelope = value.envelope;
-  if (!isRecord(envelope)) return 'its envelope is not an object';
-  const wrong = Object.entries(editFields)
-    .filter(([field, kind]) =>
-      kind === 'object' ? !isRecord(envelope[field]) : typeof envelope[field] !== 'string',
-    )
-    .map(([field]) => field);
-  if (wrong.length) return `envelope fields missing or of the wrong type: ${wrong.join(', ')}`;
-  const unknown = Object.keys(envelope).filter((field) => !Object.hasOwn(editFields, field));
-  if (unknown.length) return `envelope fields an edit does not have: ${unknown.slice(0, 5).join(', ')}`;
-  const reason = envelope.reason as string;
-  if (reason.length > maxDecisionReasonLength) {
-    return `its reason is ${reason.length} characters; give one of at most ${maxDecisionReasonLength}`;
-  }
-  return undefined;
+  return signedShapeProblem(value, { noun: 'edit', fields: editFields });
 }
 
 /**

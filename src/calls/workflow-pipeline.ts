@@ -4,6 +4,7 @@ import type { ExecutionApproval } from '../approvals/protocol';
 import type { ApprovalSubject, CallApprovals, EditVerdict } from '../approvals/workflow-round';
 import type { EditRecord } from './protocol';
 import { canonicalJson } from '../shared/canonical-json';
+import { argumentChanges } from '../shared/argument-changes';
 import type { EditRefusalCode } from '../shared/codes';
 import { editRefusalCodes } from '../shared/codes';
 import type { ApprovalRequirement, CallEvaluation, EvaluatedCall, SignedProposal } from './call-evaluation';
@@ -79,13 +80,7 @@ function withEdits(input: {
   edits: readonly EditRecord[];
 }): ToolResult {
   const { result, proposed, ran, edits } = input;
-  const changes = [...new Set([...Object.keys(proposed), ...Object.keys(ran)])]
-    .filter((field) => canonicalJson(proposed[field] ?? null) !== canonicalJson(ran[field] ?? null))
-    .map((field) => ({
-      field,
-      ...(proposed[field] !== undefined ? { proposed: proposed[field] } : {}),
-      ...(ran[field] !== undefined ? { edited: ran[field] } : {}),
-    }));
+  const changes = argumentChanges(proposed, ran);
   const edited = { by: edits.map((edit) => edit.approver), reason: edits[edits.length - 1]!.reason, changes };
   return {
     ...result,

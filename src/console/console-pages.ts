@@ -5,6 +5,7 @@ import type { ApproverView } from '../policy/load-policy';
 import type { InviteView } from '../approver-keys/protocol';
 import type { GrantView } from '../grants/protocol';
 import type { CallState } from '../calls/protocol';
+import { argumentChanges } from '../shared/argument-changes';
 import type { AuditRecord } from '../audit/audit-store';
 import type { SessionStats } from '../sessions/session';
 import type { HistoryEntry, PendingQueue, QueueFilter, RefusedAttempt } from './approval-queue';
@@ -300,10 +301,10 @@ export function callPage(input: {
                   (edit) =>
                     html`<li>
                       <strong>${edit.approver}</strong> edited round ${edit.round}:
-                      ${changedFields(edit.proposedArguments, edit.editedArguments).map(
+                      ${argumentChanges(edit.proposedArguments, edit.editedArguments).map(
                         (change) =>
-                          html`<code>${change.field}</code> ${shownValue(change.before)} →
-                            <strong>${shownValue(change.after)}</strong> `,
+                          html`<code>${change.field}</code> ${shownValue(change.proposed)} →
+                            <strong>${shownValue(change.edited)}</strong> `,
                       )}
                       · <time datetime="${edit.at}">${edit.at}</time><br />“${edit.reason}”
                     </li>`,
@@ -510,16 +511,6 @@ function editForm(input: { schema: Record<string, unknown>; args: Record<string,
       <p id="edit-outcome" role="status"></p>
     </form>
   </details>`;
-}
-
-/** The top-level fields whose values differ between two versions of a call's arguments. */
-function changedFields(
-  before: Record<string, unknown>,
-  after: Record<string, unknown>,
-): { field: string; before: unknown; after: unknown }[] {
-  return [...new Set([...Object.keys(before), ...Object.keys(after)])]
-    .filter((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]))
-    .map((field) => ({ field, before: before[field], after: after[field] }));
 }
 
 function shownValue(value: unknown): string {

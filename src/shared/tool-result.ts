@@ -1,3 +1,4 @@
+import type { ArgumentChange } from './argument-changes';
 import type { ErrorCode } from './codes';
 
 /** Did the world change? `unknown` only when the backend itself could not tell. */
@@ -29,7 +30,7 @@ export interface ArgumentsEdited {
   /** The last edit's reason. */
   reason: string;
   /** Each top-level field whose value differs from the proposal's; a side absent when the field was. */
-  changes: { field: string; proposed?: unknown; edited?: unknown }[];
+  changes: ArgumentChange[];
 }
 
 /** Builds a rejection; a rejection never claims an effect it did not observe. */
