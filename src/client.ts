@@ -650,10 +650,17 @@ function pendingNow(pending: ToolResult, round: ApprovalView): ToolResult {
   const needed = Math.max(0, round.quorum - round.approvals.length);
   const from = (round.eligible ?? []).filter((name) => !round.approvals.includes(name));
   const minutes = Math.round(timeLeftMs / 60_000);
+  // A chain: whose turn it is is one group, step by step.
+  const turn = round.chain?.steps[round.chain.step - 1];
+  const chain =
+    round.chain && turn
+      ? { group: turn.group, step: round.chain.step, steps: round.chain.steps.length }
+      : undefined;
   return {
     ...pending,
     message:
       `${pending.message} Now: ${needed} more approval(s) needed` +
+      (chain ? `, group ${chain.group}'s turn (step ${chain.step} of ${chain.steps})` : '') +
       (from.length ? ` from ${from.join(', ')}` : '') +
       `, about ${minutes} minute(s) left.`,
     data: {
@@ -661,7 +668,8 @@ function pendingNow(pending: ToolResult, round: ApprovalView): ToolResult {
       round: round.round,
       approvals: [...round.approvals],
       timeLeftMs,
-      waitingFor: { approvals: needed, approvers: from },
+      expiresAt: round.expiresAt,
+      waitingFor: { approvals: needed, approvers: from, ...(chain ? { chain } : {}) },
       ...(round.remindAt !== undefined && Date.now() >= Date.parse(round.remindAt)
         ? { expiringSoon: true }
         : {}),

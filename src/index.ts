@@ -90,7 +90,7 @@ export type { ToolRejection, TransientToolError } from './tools/tool-errors';
 // Policy and config.
 export { checkPolicy, ConfigurationError, loadPolicyFile } from './policy/load-policy';
 export type { LoadedPolicy } from './policy/load-policy';
-export type { CallerPolicy, PolicyFile, PolicyFileInput } from './policy/policy-schema';
+export type { CallerPolicy, ChainStep, PolicyFile, PolicyFileInput } from './policy/policy-schema';
 export { defineConfig, loadConfig, resolveConfig } from './config';
 export type { CodecConfig, LoadedConfig, TemporalConfig, ToolGateConfig } from './config';
 export { resolveNotifications } from './notifications/notification-config';

@@ -22,6 +22,8 @@ export type {
   Canceller,
   Cancellation,
   CancellationReceipt,
+  ChainStepView,
+  ChainView,
   DecisionReceipt,
   DecisionRecord,
   EditReceipt,

@@ -13,6 +13,7 @@ import type { ApproverGrant } from './decision-rules';
 import type { ExecutionApproval, SignedDecision, SignedEdit } from './protocol';
 import { approvalNonce } from './protocol';
 import type { ApprovalRequirement } from '../calls/call-evaluation';
+import type { ChainStepRequirement } from './approval-chain';
 import { digestOf } from '../shared/canonical-json';
 import { ownValue } from '../shared/own-records';
 import type { DecisionRefusalCode, EditRefusalCode } from '../shared/codes';
@@ -28,6 +29,7 @@ import type {
   ApprovalState,
   ApprovalView,
   CallState,
+  ChainView,
   DecisionReceipt,
   EditReceipt,
   RoundSupersession,
@@ -129,10 +131,19 @@ class ApprovalRound {
   readonly quorum: number;
   readonly nonce: string;
   readonly previewDigest: string;
-  readonly expiresAtMs: number;
+  /** Until when the round (a chain: its current step) can be decided: a chain's next step moves it. */
+  expiresAtMs: number;
   readonly supersedes: RoundSupersession | undefined;
-  readonly eligible: string[];
-  readonly remindAtMs: number | undefined;
+  /** Without a chain: every approver granted the level who does not operate the caller. */
+  private readonly anyEligible: string[];
+  remindAtMs: number | undefined;
+  /** The chain's steps, when the level has one: approvals count for the current step only. */
+  readonly steps: readonly ChainStepRequirement[] | undefined;
+  /** The index of the step whose turn it is (the steps' length once all are done). */
+  step = 0;
+  /** Per step, until when it could be decided (set as it becomes current). */
+  private readonly stepExpiries: number[] = [];
+  private readonly reminderBeforeMs: number | undefined;
   state: ApprovalView['state'] = 'pending';
   readonly approvals: string[] = [];
   readonly accepted: SignedDecision[] = [];
@@ -158,7 +169,8 @@ class ApprovalRound {
     eligible: string[];
   }) {
     const { subject } = input;
-    this.eligible = input.eligible;
+    this.anyEligible = input.eligible;
+    this.steps = subject.requirement.chain;
     this.number = input.number;
     this.runId = input.runId;
     this.tool = subject.tool;
@@ -175,11 +187,44 @@ class ApprovalRound {
       previewDigest: this.previewDigest,
     });
     this.expiresAtMs = Date.now() + subject.requirement.windowMs;
-    const reminder = subject.requirement.notifications?.reminder;
-    this.remindAtMs =
-      reminder && reminder.beforeMs < subject.requirement.windowMs
-        ? this.expiresAtMs - reminder.beforeMs
-        : undefined;
+    this.stepExpiries.push(this.expiresAtMs);
+    this.reminderBeforeMs = subject.requirement.notifications?.reminder?.beforeMs;
+    this.remindAtMs = this.reminderFor(subject.requirement.windowMs);
+  }
+
+  private reminderFor(windowMs: number): number | undefined {
+    const before = this.reminderBeforeMs;
+    return before !== undefined && before < windowMs ? this.expiresAtMs - before : undefined;
+  }
+
+  /** Whose turn it is: the current step's group members (a chain), or every eligible approver. */
+  get eligible(): string[] {
+    if (!this.steps) return this.anyEligible;
+    return this.steps[this.step]?.members ?? [];
+  }
+
+  /** Why `approver` may not decide now, when the chain says it is another group's turn. */
+  turnRefusal(approver: string): { code: 'APPROVER_NOT_ALLOWED'; reason: string } | undefined {
+    const steps = this.steps;
+    if (!steps) return undefined;
+    const current = steps[this.step];
+    if (!current || current.members.includes(approver)) return undefined;
+    const theirs = steps.findIndex((step, index) => index > this.step && step.members.includes(approver));
+    return {
+      code: 'APPROVER_NOT_ALLOWED',
+      reason:
+        `it is group "${current.group}"'s turn (step ${this.step + 1} of ${steps.length})` +
+        (theirs >= 0
+          ? `; ${approver} decides at step ${theirs + 1} (group "${steps[theirs]!.group}"), once the steps before it approved`
+          : `; ${approver} is not in any group this call's chain still asks`),
+    };
+  }
+
+  /** The approvals counted for the current step. */
+  private stepApprovals(index: number): string[] {
+    const steps = this.steps ?? [];
+    const before = steps.slice(0, index).reduce((sum, step) => sum + step.quorum, 0);
+    return this.approvals.slice(before, before + (steps[index]?.quorum ?? 0));
   }
 
   get expiresAt(): string {
@@ -187,7 +232,8 @@ class ApprovalRound {
   }
 
   get decided(): boolean {
-    return this.denial !== undefined || this.approvals.length >= this.quorum;
+    if (this.denial !== undefined) return true;
+    return this.steps ? this.step >= this.steps.length : this.approvals.length >= this.quorum;
   }
 
   /** Applies an accepted decision: a denial ends the round, approvals count towards the quorum. */
@@ -200,9 +246,41 @@ class ApprovalRound {
     } else {
       this.approvals.push(envelope.approver);
       this.accepted.push(decision);
-      if (this.approvals.length >= this.quorum) this.state = 'approved';
+      this.advanceChain();
+      if (this.decided) this.state = 'approved';
     }
     return { accepted: true, state: this.state, approvals: [...this.approvals], quorum: this.quorum };
+  }
+
+  /** A chain's step whose quorum is complete hands the turn to the next group, with its own window. */
+  private advanceChain(): void {
+    const steps = this.steps;
+    const current = steps?.[this.step];
+    if (!steps || !current || this.stepApprovals(this.step).length < current.quorum) return;
+    this.step++;
+    const next = steps[this.step];
+    if (!next) return;
+    this.expiresAtMs = Date.now() + next.windowMs;
+    this.stepExpiries.push(this.expiresAtMs);
+    this.remindAtMs = this.reminderFor(next.windowMs);
+  }
+
+  private chainView(): ChainView | undefined {
+    const steps = this.steps;
+    if (!steps) return undefined;
+    return {
+      step: this.step + 1,
+      steps: steps.map((step, index) => {
+        const expiry = this.stepExpiries[index];
+        return {
+          group: step.group,
+          quorum: step.quorum,
+          approvals: this.stepApprovals(index),
+          state: index < this.step ? 'approved' : index === this.step ? 'current' : 'waiting',
+          ...(expiry !== undefined ? { expiresAt: new Date(expiry).toISOString() } : {}),
+        };
+      }),
+    };
   }
 
   view(): ApprovalView {
@@ -225,6 +303,7 @@ class ApprovalRound {
       ...(this.edit ? { editedBy: this.edit.signed.envelope.approver } : {}),
       eligible: [...this.eligible],
       ...(this.remindAtMs !== undefined ? { remindAt: new Date(this.remindAtMs).toISOString() } : {}),
+      ...(this.steps ? { chain: this.chainView()! } : {}),
     };
   }
 }
@@ -290,6 +369,8 @@ export class CallApprovals {
     recheck: () => Promise<Stop | undefined>;
     judgeAgain: () => Promise<JudgedAgain<Stop>>;
     onOpen: (round: ApprovalView) => void;
+    /** A chain's turn passed to its next group (the round stays open): notifications ask that group. */
+    onTurn?: (round: ApprovalView) => void;
     onEnd?: (round: ApprovalView, ending: RoundEnding) => void;
     /**
      * Why the call must stop while it waits (cancelled by its caller or an operator), with its answer;
@@ -322,10 +403,7 @@ export class CallApprovals {
       });
       this.open(round);
       input.onOpen(round.view());
-      const ended = await condition(
-        () => round.decided || round.supersededBecause !== undefined || input.interruption?.() !== undefined,
-        subject.requirement.windowMs,
-      );
+      const ended = await this.untilDecided(round, input);
       this.round = undefined;
       let changed = round.supersededBecause;
       const interruption = round.decided || changed !== undefined ? undefined : input.interruption?.();
@@ -399,6 +477,26 @@ export class CallApprovals {
       subject = judged.subject;
       supersedes = { round: round.number, reason: changed };
       previewed = await input.preview();
+    }
+  }
+
+  /**
+   * Waits until the round is decided, closed or interrupted (true), or until it expires (false). A
+   * chain's step that completes hands the turn on: the next group is told (`onTurn`), and its own
+   * window starts; the step whose turn it is expiring expires the round.
+   */
+  private async untilDecided(
+    round: ApprovalRound,
+    input: { interruption?: () => unknown; onTurn?: (round: ApprovalView) => void },
+  ): Promise<boolean> {
+    const over = () =>
+      round.decided || round.supersededBecause !== undefined || input.interruption?.() !== undefined;
+    for (;;) {
+      const step = round.step;
+      const woke = await condition(() => over() || round.step !== step, round.expiresAtMs - Date.now());
+      if (!woke) return false;
+      if (over()) return true;
+      input.onTurn?.(round.view());
     }
   }
 
@@ -580,7 +678,8 @@ export class CallApprovals {
     ) {
       return { code: 'DECISION_REPLAYED', reason: 'this approver already decided this round' };
     }
-    return undefined;
+    // A chain's turn may have passed on while the handler waited.
+    return round.turnRefusal(decision.envelope.approver);
   }
 
   /** The update's validator: round state first, then the decision rules shared with the minter. */
@@ -604,6 +703,8 @@ export class CallApprovals {
       verifyChain: this.verifyChain,
     });
     if (!judgement.ok) throw this.refuse({ decision, code: judgement.code, reason: judgement.reason });
+    const turn = round.turnRefusal(judgement.envelope.approver);
+    if (turn) throw this.refuse({ decision, ...turn });
     // An enrolled key the registry already refused for good, or past the round's cap: refused here,
     // where a refusal writes no history, instead of in the handler after a recorded lookup.
     const known = judgement.key ? this.knownKeyRefusal(round, judgement.key) : undefined;
@@ -674,6 +775,8 @@ export class CallApprovals {
       verifyChain: this.verifyChain,
     });
     if (!judgement.ok) throw this.refuse({ decision: edit, code: judgement.code, reason: judgement.reason });
+    const turn = round.turnRefusal(judgement.envelope.approver);
+    if (turn) throw this.refuse({ decision: edit, ...turn });
     if (round.usedSignatures.includes(edit.signature) || round.refusedEdits.includes(edit.signature)) {
       throw this.refuse({ decision: edit, code: 'DECISION_REPLAYED', reason: 'this edit was already sent' });
     }
@@ -770,7 +873,7 @@ export class CallApprovals {
     if (round.usedSignatures.includes(edit.signature)) {
       return { code: 'DECISION_REPLAYED', reason: 'this edit was already sent' };
     }
-    return undefined;
+    return round.turnRefusal(edit.envelope.approver);
   }
 
   private refuse(input: {

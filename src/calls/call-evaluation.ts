@@ -6,6 +6,7 @@
  */
 import type { ApplicableQuota } from '../quotas/protocol';
 import type { ApproverGrant } from '../approvals/decision-rules';
+import type { ChainStepRequirement } from '../approvals/approval-chain';
 import type { EffectKind, ExecutionRetry } from '../tools/define-tool';
 import type { RiskLevel } from '../tools/risk-levels';
 import type { ExecutionApproval } from '../approvals/protocol';
@@ -34,8 +35,12 @@ export interface SignedProposal {
 
 /** The human approval a call needs, from the caller's policy, computed once. */
 export interface ApprovalRequirement {
+  /** How many approvals in all (a chain's: its steps' quorums together). */
   quorum: number;
+  /** How long the round waits (a chain's: its first step's window; each step has its own). */
   windowMs: number;
+  /** The groups that must approve in order, when the level has a chain (absent: any approvers). */
+  chain?: ChainStepRequirement[];
   /** Why, in words, for approvers: the policy rule that asked for it. */
   rule: string;
   /**

@@ -1,6 +1,7 @@
 import { verifyWithNode } from '../keys/key-files';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import { approvalWindowMs } from '../approvals/approval-window';
+import { chainInWords, chainOfCall } from '../approvals/approval-chain';
 import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CallEvaluation, EvaluationRefusal, SignedProposal, ToolCapabilities } from './call-evaluation';
 import type { ApprovalNotificationPlan } from '../notifications/notices';
@@ -204,12 +205,37 @@ export function evaluateCall(input: {
       : []),
     ...(untrusted ? [untrusted.reason] : []),
   ];
-  const windowMs = approvalWindowMs({
+  const levelWindowMs = approvalWindowMs({
     policy: context.policy.file,
     tool: contract.name,
     callerPolicy,
     level,
   });
+  // A chain of groups in order, when the level has one: routed from the arguments and the context.
+  const chain = needsApproval
+    ? chainOfCall({
+        contract,
+        args,
+        context: actingFor.context,
+        approval: callerPolicy.approval,
+        level,
+        caller: proposal.caller,
+        approvers: context.policy.file.approvers,
+        levelWindowMs,
+      })
+    : undefined;
+  if (chain && !chain.ok) {
+    return refuse(
+      {
+        code: 'PERMISSION_DENIED',
+        message: `nobody can approve this call: ${chain.reason}; ask an operator to fix the policy's approver groups`,
+      },
+      judged,
+    );
+  }
+  const steps = chain?.steps;
+  const windowMs = steps ? steps[0]!.windowMs : levelWindowMs;
+  const required = steps ? steps.reduce((sum, step) => sum + step.quorum, 0) : quorum;
   return {
     ...record,
     ...judged,
@@ -242,9 +268,12 @@ export function evaluateCall(input: {
       ...(needsApproval
         ? {
             approval: {
-              quorum,
+              quorum: required,
               windowMs,
-              rule: `${rules.join('; ')}: approval by ${quorum} approver(s) granted "${level}"`,
+              rule: steps
+                ? `${rules.join('; ')}: approval in order by ${chainInWords(steps)}, granted "${level}"`
+                : `${rules.join('; ')}: approval by ${quorum} approver(s) granted "${level}"`,
+              ...(steps ? { chain: steps } : {}),
               ...(untrusted ? { untrustedText: true as const } : {}),
               ...(context.notifications ? { notifications: context.notifications } : {}),
             },

@@ -86,6 +86,25 @@ export interface ApprovalView {
   eligible?: string[];
   /** When the approvers' channels are reminded that the round is about to expire (the notifications' `reminder`). */
   remindAt?: string;
+  /** Where the round stands in its approval chain, when its level has one. */
+  chain?: ChainView;
+}
+
+/** A round's approval chain: the groups in order, and which one's turn it is. */
+export interface ChainView {
+  /** The step whose turn it is, from 1; past the last step once the chain is complete. */
+  step: number;
+  steps: ChainStepView[];
+}
+
+/** One step of a chain: its group, the approvals it needs and has, and whether it is done, current or to come. */
+export interface ChainStepView {
+  group: string;
+  quorum: number;
+  approvals: string[];
+  state: 'approved' | 'current' | 'waiting';
+  /** Until when the current step (or a done one) could be decided. */
+  expiresAt?: string;
 }
 
 /** One accepted edit of a call's arguments: who, why, in which round, both versions and their digests. */

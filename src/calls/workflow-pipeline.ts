@@ -134,7 +134,7 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
   let edited: Record<string, unknown> | undefined;
   let editedBy: string | undefined;
   const editedRequirement = (approver: string): ApprovalRequirement => ({
-    ...requirement,
+    ...withoutChain(requirement),
     quorum: 1,
     rule: `${approver} edited the arguments: they run once approved as edited`,
   });
@@ -176,6 +176,16 @@ async function approve(parts: CallParts, steps: ToolSteps): Promise<Step<Executi
         },
       });
       notifications.opened(round);
+    },
+    onTurn: (round) => {
+      const step = round.chain?.steps[round.chain.step - 1];
+      if (step) {
+        setCurrentDetails(
+          `${steps.evaluated.summary}, waiting for group ${step.group} (step ${round.chain!.step} of ` +
+            `${round.chain!.steps.length}), expires ${round.expiresAt.slice(11, 16)} UTC`,
+        );
+      }
+      notifications.turn(round);
     },
     onEnd: (round, ending) => notifications.ended(round, ending),
     judgeEdit: (args) => judgeEdit({ call, args, current: steps.evaluated }),
@@ -297,4 +307,10 @@ function approvalSubject(evaluated: EvaluatedCall, requirement: ApprovalRequirem
     contractDigest: evaluated.contractDigest,
     requirement,
   };
+}
+
+/** A requirement without its chain: what edited arguments that need no approval otherwise are asked under. */
+function withoutChain(requirement: ApprovalRequirement): ApprovalRequirement {
+  const { chain: _chain, ...rest } = requirement;
+  return rest;
 }

@@ -18,6 +18,7 @@ import {
   quorumReached,
 } from '../approvals/decision-rules';
 import { contractDigestOf } from '../tools/contract-digest';
+import { chainMismatch, chainOfCall } from '../approvals/approval-chain';
 import type { AnyToolContract } from '../tools/define-tool';
 import type { CallContext } from '../calls/call-context';
 import { callerPolicyIn } from '../policy/context-policy';
@@ -121,7 +122,21 @@ export function createCredentialMinter(input: {
         });
         if (approval.nonce !== expectedNonce)
           throw new MintRefusal('the approval round does not match its nonce');
-        const quorum = callerPolicy.approval?.quorum?.[verdict.riskLevel] ?? 1;
+        // A chain of groups in order, routed as the evaluation routed it, from the minter's own policy.
+        const chain = chainOfCall({
+          contract,
+          args,
+          context: context ?? {},
+          approval: callerPolicy.approval,
+          level: verdict.riskLevel,
+          caller,
+          approvers: policy.file.approvers,
+          levelWindowMs: 0,
+        });
+        if (chain && !chain.ok) throw new MintRefusal(`the minter's policy routes no chain: ${chain.reason}`);
+        const quorum = chain
+          ? chain.steps.reduce((sum, step) => sum + step.quorum, 0)
+          : (callerPolicy.approval?.quorum?.[verdict.riskLevel] ?? 1);
         // The minter's own binding: its nonce, its digest of the arguments, its risk level, its approvers.
         const round: RoundBinding = {
           callId,
@@ -162,6 +177,11 @@ export function createCredentialMinter(input: {
           throw new MintRefusal(
             `${distinctApprovers(approvedBy).length} distinct approver(s), ${quorum} needed`,
           );
+        }
+        if (chain) {
+          const mismatch = chainMismatch({ steps: chain.steps, approvers: approvedBy });
+          if (mismatch !== undefined)
+            throw new MintRefusal(`the approvals do not follow the chain: ${mismatch}`);
         }
         restsOn = { approvers: distinctApprovers(approvedBy) };
       }

@@ -2,9 +2,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { readPublicKeyHex } from '../keys/key-files';
 import type { RiskLevel } from '../tools/risk-levels';
+import { riskRank } from '../tools/risk-levels';
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
-import { durationMs } from '../shared/durations';
+import { defaultApprovalWindowMs, durationMs } from '../shared/durations';
 import { nameRecord, ownValue } from '../shared/own-records';
 import { unwrap } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
@@ -133,7 +134,7 @@ export function checkPolicy(input: {
     if (!input.registry.get(tool))
       problems.push(`tools.${tool}: unknown tool; known tools: ${known.join(', ')}`);
   }
-  problems.push(...windowsBeyondMaximum(file));
+  problems.push(...windowsBeyondMaximum(file), ...chainProblems(file));
   const quotaProblems = (field: string, quotas: readonly Quota[] | undefined, tools?: readonly string[]) => {
     // One counter per scope, tool and window length: two limits on it would share one count.
     const counters = new Map<string, number>();
@@ -279,6 +280,61 @@ function windowsBeyondMaximum(file: PolicyFile): string[] {
         `${field}: ${written(value)} is longer than maxApprovalWindow (${maximum}); ` +
         'shorten it, or raise maxApprovalWindow within the namespace retention',
     );
+}
+
+/**
+ * Every approval chain that could never complete, as problems naming the field: a step naming a
+ * group (not routed) with fewer approvers granted its level than its quorum, and a chain whose steps'
+ * windows together are longer than `maxApprovalWindow`. A routed group is checked per call.
+ */
+function chainProblems(file: PolicyFile): string[] {
+  const problems: string[] = [];
+  const maximumMs = maxApprovalWindowMs({ policy: file });
+  const approvals: [field: string, approval: PolicyFile['callers'][string]['approval'], caller: string][] =
+    [];
+  for (const [caller, policy] of Object.entries(file.callers)) {
+    approvals.push([`callers.${caller}.approval`, policy.approval, caller]);
+    (policy.contexts ?? []).forEach((entry, index) =>
+      approvals.push([`callers.${caller}.contexts.${index}.approval`, entry.approval, caller]),
+    );
+  }
+  for (const [field, approval, caller] of approvals) {
+    for (const [level, steps] of Object.entries(approval?.chains ?? {})) {
+      const rank = riskRank(level as RiskLevel);
+      if (approval && riskRank(approval.ceiling) < rank) {
+        problems.push(
+          `${field}.chains.${level}: above the ceiling "${approval.ceiling}", so no call of this level is approved; remove the chain or raise the ceiling`,
+        );
+      }
+      let totalMs = 0;
+      steps.forEach((step, index) => {
+        totalMs += durationMs(
+          step.window ?? approval?.windows?.[level as RiskLevel] ?? defaultApprovalWindowMs,
+        );
+        if (step.group.includes('{')) return;
+        const members = Object.entries(file.approvers).filter(
+          ([, approver]) =>
+            (approver.groups ?? []).includes(step.group) &&
+            riskRank(approver.maxLevel) >= rank &&
+            !approver.operates.includes(caller),
+        );
+        if (members.length < (step.quorum ?? 1)) {
+          problems.push(
+            `${field}.chains.${level}.${index}.group: group "${step.group}" has ${members.length} approver(s) ` +
+              `granted "${level}" who do not operate ${caller}, ${step.quorum ?? 1} needed; ` +
+              `add "${step.group}" to approvers' groups`,
+          );
+        }
+      });
+      if (totalMs > maximumMs) {
+        problems.push(
+          `${field}.chains.${level}: its steps may wait ${Math.round(totalMs / 60_000)} min together, longer than ` +
+            "maxApprovalWindow; shorten the steps' windows, or raise maxApprovalWindow within the namespace retention",
+        );
+      }
+    }
+  }
+  return problems;
 }
 
 /** A duration as the policy wrote it; milliseconds get their unit. */

@@ -48,6 +48,38 @@ export const quotaSchema = z
     'give "maxCalls", "maxAmount" or both',
   );
 
+/**
+ * One step of an approval chain: a quorum of one approver group, within its own window. The group may
+ * be routed: `{tenant}`, `{channel}`, `{onBehalfOf}`, `{claims.<name>}` (the call's context) and
+ * `{route.<name>}` (the tool's `approvalRoute` of the validated arguments) are filled in, so
+ * `finance-{claims.region}` asks `finance-eu` for a call whose context says `region: "eu"`.
+ */
+export const chainStepSchema = z.strictObject({
+  group: z
+    .string()
+    .regex(
+      /^(?:[a-zA-Z0-9_.-]|\{(?:tenant|channel|onBehalfOf|claims\.[a-zA-Z][a-zA-Z0-9_.-]*|route\.[a-zA-Z][a-zA-Z0-9_.-]*)\})+$/,
+      'a group name (letters, digits, ".", "_", "-"), with {tenant}, {channel}, {onBehalfOf}, {claims.<name>} or {route.<name>} where it is routed',
+    )
+    .describe('the approver group whose turn this step is (approvers list their groups)'),
+  quorum: z.int().min(1).max(10).optional().describe('how many distinct approvers of the group (default 1)'),
+  window: durationSchema
+    .optional()
+    .describe("how long this step may wait once it is the group's turn (default: the level's window)"),
+  when: z
+    .strictObject({
+      amountAbove: z
+        .int()
+        .min(0)
+        .optional()
+        .describe("only when the tool's amount (e.g. cents) is above this, e.g. finance above 50000"),
+      tenant: z.string().min(1).optional().describe("only for calls of this tenant (the context's)"),
+      channel: z.string().min(1).optional().describe("only for calls from this channel (the context's)"),
+    })
+    .optional()
+    .describe('the calls this step applies to (absent: every call of the level)'),
+});
+
 /** How approvals work for one caller. */
 export const approvalPolicySchema = z.strictObject({
   ceiling: riskLevel.describe(
@@ -61,6 +93,12 @@ export const approvalPolicySchema = z.strictObject({
     .partialRecord(riskLevel, z.int().min(1).max(10))
     .optional()
     .describe('how many distinct approvers a level needs (default 1)'),
+  chains: z
+    .partialRecord(riskLevel, z.array(chainStepSchema).min(1).max(8))
+    .optional()
+    .describe(
+      'per level, approvals in order from named groups (each with its own quorum and window), instead of a quorum of any approvers',
+    ),
   rememberDenials: z
     .strictObject({
       acrossSessions: durationSchema.describe(
@@ -150,6 +188,10 @@ export const approverPolicySchema = z.strictObject({
     .array(z.string())
     .default([])
     .describe('the callers this approver operates (and so may not approve)'),
+  groups: z
+    .array(z.string().regex(/^[a-zA-Z0-9_.-]+$/, 'a group name: letters, digits, ".", "_", "-"'))
+    .optional()
+    .describe("the approver groups this approver belongs to (an approval chain's steps name them)"),
 });
 
 /** A person who runs toolgate: signs approvers' invites and key revocations with their own key. */
@@ -204,6 +246,8 @@ export type CallerPolicy = z.output<typeof callerPolicySchema>;
 export type PolicyFile = z.output<typeof policyFileSchema>;
 /** One caller's approval rules. */
 export type ApprovalPolicy = z.output<typeof approvalPolicySchema>;
+/** One step of an approval chain, as written in the policy. */
+export type ChainStep = z.output<typeof chainStepSchema>;
 /** One approver. */
 export type ApproverPolicy = z.output<typeof approverPolicySchema>;
 /** A policy file as written, before defaults. */

@@ -271,3 +271,47 @@ describe('policy files', () => {
     expect(a.digest).not.toBe(b.digest);
   });
 });
+
+describe('approval chains in the policy file', () => {
+  const withChain =
+    (chain: unknown, groups: string[] = ['support-lead']) =>
+    () =>
+      checkPolicy({
+        source: 'chains.json',
+        registry,
+        value: {
+          callers: {
+            'support-bot': {
+              publicKey: inlineKey,
+              tools: ['refund_order'],
+              autonomy: 'reversible',
+              approval: { ceiling: 'critical', chains: { irreversible: chain } },
+            },
+          },
+          approvers: { lee: { publicKey: inlineKey, maxLevel: 'critical', groups } },
+        },
+      });
+
+  it('takes a chain whose named groups have their quorum of approvers, and a routed group', () => {
+    expect(withChain([{ group: 'support-lead' }, { group: 'finance-{claims.region}' }])).not.toThrow();
+  });
+
+  it('refuses a step its group can never complete, naming the field and the fix', () => {
+    expect(withChain([{ group: 'support-lead', quorum: 2 }])).toThrow(
+      'callers.support-bot.approval.chains.irreversible.0.group: group "support-lead" has 1 approver(s)',
+    );
+    expect(withChain([{ group: 'finance' }])).toThrow('add "finance" to approvers\' groups');
+  });
+
+  it('refuses a routed group with an unknown placeholder, and steps that together outlast the maximum window', () => {
+    expect(withChain([{ group: 'finance-{region}' }])).toThrow(
+      'callers.support-bot.approval.chains.irreversible.0.group',
+    );
+    expect(
+      withChain([
+        { group: 'support-lead', window: '20d' },
+        { group: 'support-lead', window: '20d' },
+      ]),
+    ).toThrow('longer than maxApprovalWindow');
+  });
+});

@@ -85,6 +85,8 @@ export function contractDigestInputOf(contract: AnyToolContract): Record<string,
       resource: contract.resource.toString(),
       summarize: contract.summarize.toString(),
       ...(contract.amount ? { amount: contract.amount.toString() } : {}),
+      // Present only when declared: who approves a call is part of what an approval binds.
+      ...(contract.approvalRoute ? { approvalRoute: contract.approvalRoute.toString() } : {}),
     },
     riskOfExamples: riskOfExamples(contract),
     ...(contract.amount ? { amountOfExamples: amountOfExamples(contract, contract.amount) } : {}),

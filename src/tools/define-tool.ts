@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ContextSource } from '../calls/call-context';
+import type { CallContext, ContextSource } from '../calls/call-context';
 import { isContextSource } from '../calls/call-context';
 import { codePattern, isBuiltInCode } from '../shared/codes';
 import type { RiskLevel } from './risk-levels';
@@ -78,6 +78,11 @@ export interface ToolContract<
    */
   readonly amount?: (args: z.output<Input>) => number;
   /**
+   * For a write, when declared: route keys of the validated arguments and context (`{ owner: 'team-br' }`)
+   * that the policy's approval chains route groups by (`{route.owner}`). Pure.
+   */
+  readonly approvalRoute?: (args: z.output<Input>, context: CallContext) => Record<string, string>;
+  /**
    * Arguments as a model would send them, each checked against the input schema at definition time:
    * the contract snapshot records the risk level the tool gives each one, so a lowered level shows.
    */
@@ -119,6 +124,12 @@ export interface ToolContractDefinition<Input extends ToolInputSchema, Output ex
    * more; checked on each of the `examples` at definition time.
    */
   amount?: (args: z.output<Input>) => number;
+  /**
+   * A write only: route keys for the policy's approval chains, a pure function of the validated
+   * arguments and the call's context, e.g. `(args) => ({ owner: ownerOf(args.order_id) })` routes a
+   * step `group: "owners-{route.owner}"`. Values are group-name text (letters, digits, ".", "_", "-").
+   */
+  approvalRoute?: (args: z.output<Input>, context: CallContext) => Record<string, string>;
   /** Arguments as a model would send them (e.g. a small and a large refund); each must pass the input schema. */
   examples?: readonly z.input<Input>[];
 }
@@ -223,6 +234,7 @@ export function defineToolContract<Input extends ToolInputSchema, Output extends
     summarize: definition.summarize ?? ((): string => name),
     resource: definition.resource ?? ((): string => name),
     ...(definition.amount ? { amount: definition.amount } : {}),
+    ...(definition.approvalRoute ? { approvalRoute: definition.approvalRoute } : {}),
     ...(definition.retry ? { retry: { ...definition.retry } } : {}),
     ...(examples ? { examples } : {}),
   });
