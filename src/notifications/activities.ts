@@ -219,6 +219,16 @@ function noticeFromState(input: {
       const { ending: _claimed, ...request } = facts;
       return { ok: true, notice: request };
     }
+    case 'approval-turn': {
+      // A turn is news only while it is that step's turn.
+      if (!progress.current || ending || progress.chain?.step !== notice.chain?.step)
+        return {
+          ok: false,
+          reason: `round ${notice.round} is not at step ${notice.chain?.step ?? '?'} of its chain`,
+        };
+      const { ending: _claimed, ...turn } = facts;
+      return { ok: true, notice: { ...turn, chain: progress.chain! } };
+    }
     case 'approval-escalated':
     case 'approval-expiring': {
       if (!progress.current || ending) return { ok: false, reason: `round ${notice.round} is not undecided` };

@@ -10,6 +10,8 @@ export const notificationEvents = [
   'approval-escalated',
   // a round still undecided shortly before it expires (the plan's reminder)
   'approval-expiring',
+  // a chain's step completed: the next group's turn (the chain's escalation)
+  'approval-turn',
   'approval-decided',
   'approval-expired',
 ] as const;
@@ -29,6 +31,8 @@ export interface ApprovalNotificationPlan {
   reminder?: { beforeMs: number; channels: string[] };
   /** Whether the channels told of a round are told how it ended (decided or expired). */
   followUp: boolean;
+  /** Per approver group, the channels asked when it is the group's turn in a chain (instead of `waiting`). */
+  groups?: Record<string, string[]>;
 }
 
 /** One event's id, the same on every attempt and every channel: `${callId}:${runId}:${round}:${event}`. */
@@ -37,8 +41,11 @@ export function notificationEventId(input: {
   runId: string;
   round: number;
   event: NotificationEvent;
+  /** A chain's step after the first: its turn is an event of its own. */
+  step?: number;
 }): string {
-  return `${input.callId}:${input.runId}:${input.round}:${input.event}`;
+  const step = input.step !== undefined && input.step > 1 ? `:${input.step}` : '';
+  return `${input.callId}:${input.runId}:${input.round}:${input.event}${step}`;
 }
 
 /** How a round ended, for a follow-up. */
@@ -68,6 +75,15 @@ export interface ApprovalNotice {
   expiresAt: string;
   /** Present on `approval-decided` and `approval-expired`. */
   ending?: RoundEnding;
+  /** On a chain's request or turn: the group asked, its step (from 1) and the chain's length. */
+  chain?: NoticeChainStep;
+}
+
+/** Which step of a chain a notice asks for. */
+export interface NoticeChainStep {
+  group: string;
+  step: number;
+  steps: number;
 }
 
 /** What a delivery did: posted now, or found already delivered for this event and channel. */

@@ -59,4 +59,16 @@ describe('notifications in the config', () => {
     expect(problem({ waiting: [] })).toMatch(/notifications\.waiting: name at least one channel/);
     expect(problem({ channels: {} })).toMatch(/notifications\.channels: no channel/);
   });
+
+  it("takes each approver group's channels, and names an unknown one", () => {
+    const resolved = resolveNotifications({
+      config: { ...valid, groups: { finance: ['oncall', 'oncall'] } },
+      source,
+      env,
+    });
+    expect({ ...resolved.plan.groups }).toEqual({ finance: ['oncall'] });
+    expect(problem({ groups: { finance: ['nowhere'] } })).toContain(
+      'notifications.groups.finance: unknown channel "nowhere"',
+    );
+  });
 });

@@ -19,6 +19,11 @@ export interface NotificationsConfig {
   reminder?: { before: string; channels?: string[] };
   /** Whether a decision or an expiry is posted to the channels that were told (default true). */
   followUp?: boolean;
+  /**
+   * Per approver group, its channels: a chain's step asks its group's channels (instead of `waiting`)
+   * when it becomes the group's turn, e.g. `{ finance: ['finance'] }`.
+   */
+  groups?: Record<string, string[]>;
 }
 
 /** A webhook ready to post to: its URL and, when configured, its secret. */
@@ -111,6 +116,16 @@ export function resolveNotifications(input: {
       channels:
         config.reminder.channels === undefined ? [] : known('reminder.channels', config.reminder.channels),
     };
+  }
+  if (config.groups !== undefined) {
+    if (config.groups === null || typeof config.groups !== 'object' || Array.isArray(config.groups)) {
+      fail('groups', "give each approver group its channels, e.g. groups: { finance: ['finance'] }");
+    }
+    const groups: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+    for (const [group, names] of Object.entries(config.groups)) {
+      groups[group] = known(`groups.${group}`, names);
+    }
+    plan.groups = groups;
   }
   const consoleUrl: unknown = config.consoleUrl;
   if (consoleUrl !== undefined && !isHttpUrl(consoleUrl)) {

@@ -1,6 +1,6 @@
 import { defineSignal } from '@temporalio/workflow';
-import type { ApprovalNotificationPlan, RoundEnding } from './notices';
-import type { ApprovalView, CallState, DecisionRecord } from '../calls/protocol';
+import type { ApprovalNotificationPlan, NoticeChainStep, RoundEnding } from './notices';
+import type { ApprovalView, CallState, ChainView, DecisionRecord } from '../calls/protocol';
 
 /**
  * The workflow that delivers one call run's approval notifications, as the call and the notifier
@@ -35,6 +35,8 @@ export interface NotifiedRound {
   round: number;
   riskLevel: string;
   expiresAt: string;
+  /** A chain's round: the step whose turn it is. */
+  chain?: NoticeChainStep;
 }
 
 /** The notifier's input: the call, the plan its evaluation recorded, and the round that opened first. */
@@ -46,6 +48,9 @@ export interface ApprovalNotifierInput {
 
 /** A later round opened (the preview changed after an approval). */
 export const roundOpenedSignal = defineSignal<[NotifiedRound]>('approvalRoundOpened');
+
+/** A chain's step completed: the next group's turn, in the same round. */
+export const chainTurnSignal = defineSignal<[NotifiedRound]>('approvalChainTurn');
 
 /** A round ended: approved, denied or expired. */
 export const roundEndedSignal =
@@ -66,6 +71,8 @@ export type RoundProgress =
       current: boolean;
       riskLevel?: string;
       expiresAt?: string;
+      /** The current round's chain step, when it has a chain. */
+      chain?: NoticeChainStep;
       ending?: RoundEnding;
       callClosed: boolean;
     }
@@ -106,9 +113,16 @@ export function roundProgressOf(input: { state: CallState; runId: string; round:
     current: true,
     riskLevel: view.riskLevel,
     expiresAt: view.expiresAt,
+    ...(view.chain ? { chain: chainStepOf(view.chain) } : {}),
   };
   const ending = currentRoundEnding({ view, accepted });
   return { ...facts, ...(ending ? { ending } : {}), callClosed };
+}
+
+/** A round's chain as a notice names it: the step whose turn it is (the last one once complete). */
+export function chainStepOf(chain: ChainView): NoticeChainStep {
+  const step = Math.min(chain.step, chain.steps.length);
+  return { group: chain.steps[step - 1]?.group ?? '', step, steps: chain.steps.length };
 }
 
 function currentRoundEnding(input: {

@@ -1,4 +1,4 @@
-import type { ApprovalNotice, RoundEnding } from './notices';
+import type { ApprovalNotice, NoticeChainStep, RoundEnding } from './notices';
 
 /** The JSON a channel receives: Slack's `text` and `blocks`, then toolgate's own fields. */
 export interface WebhookMessage {
@@ -20,6 +20,8 @@ export interface WebhookMessage {
   outcome?: RoundEnding['state'];
   approvers?: string[];
   reason?: string;
+  /** On a chain's request or turn: the group asked, its step and the chain's length. */
+  chain?: NoticeChainStep;
 }
 
 /**
@@ -42,9 +44,15 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
   const expires = `${slackEscaped(notice.expiresAt.slice(11, 16))} UTC`;
   const { ending } = notice;
   let line: string;
+  const turn = notice.chain
+    ? `group ${slackEscaped(notice.chain.group)} (step ${notice.chain.step} of ${notice.chain.steps}): `
+    : '';
   switch (notice.event) {
     case 'approval-requested':
-      line = `${who} waits for approval (${riskLevel}), expires ${expires}`;
+      line = `${turn}${who} waits for approval (${riskLevel}), expires ${expires}`;
+      break;
+    case 'approval-turn':
+      line = `Your turn, ${turn}${who} passed the steps before and waits for your approval (${riskLevel}), expires ${expires}`;
       break;
     case 'approval-escalated':
       line = `Still undecided: ${who} waits for approval (${riskLevel}), expires ${expires}`;
@@ -89,6 +97,7 @@ export function webhookMessage(input: { notice: ApprovalNotice; consoleUrl?: str
     expiresAt: notice.expiresAt,
     summary: notice.summary,
     consoleUrl: link,
+    ...(notice.chain ? { chain: { ...notice.chain } } : {}),
     ...(ending ? { outcome: ending.state } : {}),
     ...(ending?.state === 'approved' ? { approvers: ending.approvers } : {}),
     ...(ending?.state === 'denied' ? { approvers: [ending.approver], reason: ending.reason } : {}),

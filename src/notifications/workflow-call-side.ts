@@ -11,6 +11,8 @@ import {
   approvalNotifierWorkflowId,
   approvalNotifierWorkflowType,
   callClosedSignal,
+  chainStepOf,
+  chainTurnSignal,
   roundEndedSignal,
   roundOpenedSignal,
 } from './protocol';
@@ -45,6 +47,11 @@ export class ApprovalNotifications {
       return;
     }
     this.tell((notifier) => notifier.signal(roundOpenedSignal, notifiedRound(round)));
+  }
+
+  /** A chain's turn passed to its next group: the notifier asks that group's channels. */
+  turn(round: ApprovalView): void {
+    this.tell((notifier) => notifier.signal(chainTurnSignal, notifiedRound(round)));
   }
 
   /** A round ended (approved, denied or expired): the notifier cancels its escalation and follows up. */
@@ -100,5 +107,10 @@ export class ApprovalNotifications {
 }
 
 function notifiedRound(round: ApprovalView): NotifiedRound {
-  return { round: round.round, riskLevel: round.riskLevel, expiresAt: round.expiresAt };
+  return {
+    round: round.round,
+    riskLevel: round.riskLevel,
+    expiresAt: round.expiresAt,
+    ...(round.chain ? { chain: chainStepOf(round.chain) } : {}),
+  };
 }

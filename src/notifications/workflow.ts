@@ -14,6 +14,7 @@ import type { ApprovalNotifierInput, NotifiedCall, NotifiedRound, RoundProgress 
 import {
   approvalNotifierWorkflowId,
   callClosedSignal,
+  chainTurnSignal,
   roundEndedSignal,
   roundOpenedSignal,
 } from './protocol';
@@ -71,12 +72,19 @@ export async function toolgateApprovalNotifications(input: ApprovalNotifierInput
   // Signals are wake-ups only (anyone may send them): each is checked against the call's state.
   setHandler(roundOpenedSignal, (round) => notifier.heard({ kind: 'opened', round: round.round }));
   setHandler(roundEndedSignal, ({ round }) => notifier.heard({ kind: 'ended', round: round.round }));
+  setHandler(chainTurnSignal, (round) =>
+    notifier.heard({ kind: 'turn', round: round.round, step: round.chain?.step ?? 0 }),
+  );
   setHandler(callClosedSignal, () => notifier.heard({ kind: 'closed', round: 0 }));
   notifier.opened(input.firstRound);
   await notifier.untilCallClosed();
   await notifier.settle();
   await condition(allHandlersFinished);
 }
+
+/** A signal as the notifier hears it: what it claims, checked against the call's state. */
+type HeardMessage =
+  { kind: 'opened' | 'ended' | 'closed'; round: number } | { kind: 'turn'; round: number; step: number };
 
 /** Why this run is not the notifier its call started (its parent and id), or undefined when it is. */
 function notStartedByItsCall(call: NotifiedCall): string | undefined {
@@ -107,6 +115,10 @@ export class ApprovalNotifier {
   /** Each round's facts, as the call's state (or the call's own input) gave them. */
   private readonly rounds = new Map<number, NotifiedRound>();
   private lastExpiryMs = 0;
+  /** The chain turns asked already, as `round:step`. */
+  private readonly turns = new Set<string>();
+  /** Every channel a request or a turn went to: the follow-up tells them all. */
+  private readonly told = new Set<string>();
 
   constructor(
     private readonly call: NotifiedCall,
@@ -117,14 +129,14 @@ export class ApprovalNotifier {
    * A signal woke the notifier: what it claims is acted on only as the call's state bears it out (a
    * round it shows open, a round it shows ended and how, a call it shows done); otherwise ignored.
    */
-  heard(message: { kind: 'opened' | 'ended' | 'closed'; round: number }): Promise<void> {
+  heard(message: HeardMessage): Promise<void> {
     this.messages++;
     const check = this.checks.then(() => this.check(message));
     this.checks = check;
     return check;
   }
 
-  private async check(message: { kind: 'opened' | 'ended' | 'closed'; round: number }): Promise<void> {
+  private async check(message: HeardMessage): Promise<void> {
     const { callId, runId } = this.call;
     let progress: RoundProgress;
     try {
@@ -147,9 +159,19 @@ export class ApprovalNotifier {
     const known = this.rounds.get(progress.round);
     const round: NotifiedRound | undefined =
       progress.riskLevel !== undefined && progress.expiresAt !== undefined
-        ? { round: progress.round, riskLevel: progress.riskLevel, expiresAt: progress.expiresAt }
+        ? {
+            round: progress.round,
+            riskLevel: progress.riskLevel,
+            expiresAt: progress.expiresAt,
+            ...(progress.chain ? { chain: progress.chain } : {}),
+          }
         : known;
     if (!round) return ignored(`round ${message.round} was never heard open`);
+    if (message.kind === 'turn') {
+      if (!progress.current || progress.ending || progress.chain?.step !== message.step)
+        return ignored(`round ${message.round} is not at step ${message.step} of its chain`);
+      return this.turn(round);
+    }
     if (message.kind === 'opened') {
       if (!progress.current) return ignored(`round ${message.round} is not the call's round`);
       return this.opened(round);
@@ -169,6 +191,35 @@ export class ApprovalNotifier {
     this.deliveries.push(scope.run(() => this.askApprovers(round)));
   }
 
+  /**
+   * A chain's step completed: the request and escalation of the step before are moot (cancelled), and
+   * the group whose turn it is now is asked, once per step, with the step's own expiry.
+   */
+  turn(round: NotifiedRound): void {
+    this.messages++;
+    const step = round.chain?.step ?? 0;
+    const key = `${round.round}:${step}`;
+    this.lastExpiryMs = Math.max(this.lastExpiryMs, Date.parse(round.expiresAt));
+    if (this.closed || this.endedRounds.has(round.round) || this.turns.has(key)) return;
+    this.turns.add(key);
+    this.pendingRounds.get(round.round)?.cancel();
+    const scope = new CancellationScope();
+    this.pendingRounds.set(round.round, scope);
+    this.deliveries.push(
+      scope.run(async () => {
+        await this.send({ event: 'approval-turn', round, channels: this.channelsFor(round) });
+      }),
+    );
+  }
+
+  /** Who is asked for a round: its chain step's group channels when the plan has them, else the waiting ones. */
+  private channelsFor(round: NotifiedRound): string[] {
+    const group = round.chain ? this.plan.groups?.[round.chain.group] : undefined;
+    const channels = group ?? this.plan.waiting;
+    for (const channel of channels) this.told.add(channel);
+    return channels;
+  }
+
   /** A round ended: its escalation is off, a decision makes its request moot; the follow-up goes out. */
   ended(round: NotifiedRound, ending: RoundEnding): void {
     this.messages++;
@@ -183,7 +234,11 @@ export class ApprovalNotifier {
     const escalation = this.escalations.get(round.round);
     const followUp = async () => {
       const escalated = escalation ? await escalation : false;
-      const channels = [...this.plan.waiting, ...(escalated ? (this.plan.escalation?.channels ?? []) : [])];
+      const channels = [
+        ...this.plan.waiting,
+        ...this.told,
+        ...(escalated ? (this.plan.escalation?.channels ?? []) : []),
+      ];
       await this.send({
         event: ending.state === 'expired' ? 'approval-expired' : 'approval-decided',
         round,
@@ -223,7 +278,7 @@ export class ApprovalNotifier {
   }
 
   private async askApprovers(round: NotifiedRound): Promise<void> {
-    const asked = this.send({ event: 'approval-requested', round, channels: this.plan.waiting });
+    const asked = this.send({ event: 'approval-requested', round, channels: this.channelsFor(round) });
     const { escalation, reminder } = this.plan;
     const later: Promise<void>[] = [];
     if (escalation && escalation.afterMs < this.call.windowMs)
@@ -285,6 +340,7 @@ export class ApprovalNotifier {
       runId: call.runId,
       round: input.round.round,
       event: input.event,
+      ...(input.event === 'approval-turn' && input.round.chain ? { step: input.round.chain.step } : {}),
     });
     const taken = await Promise.all(
       input.channels.map((channel) =>
@@ -302,6 +358,7 @@ export class ApprovalNotifier {
           summary: call.summary,
           expiresAt: input.round.expiresAt,
           ...(input.ending ? { ending: input.ending } : {}),
+          ...(input.round.chain ? { chain: input.round.chain } : {}),
         }),
       ),
     );
@@ -339,7 +396,11 @@ export class ApprovalNotifier {
   }
 
   private deliveryOptions(notice: ApprovalNotice): ActivityOptions {
-    if (notice.event !== 'approval-requested' && notice.event !== 'approval-escalated')
+    if (
+      notice.event !== 'approval-requested' &&
+      notice.event !== 'approval-escalated' &&
+      notice.event !== 'approval-turn'
+    )
       return followUpOptions;
     const untilExpiryMs = Date.parse(notice.expiresAt) - Date.now();
     return {
