@@ -4,7 +4,7 @@ import type { HtmlEscapedString } from 'hono/utils/html';
 import type { ApproverView } from '../policy/load-policy';
 import type { InviteView } from '../approver-keys/protocol';
 import type { GrantView } from '../grants/protocol';
-import type { CallState } from '../calls/protocol';
+import type { CallState, ChainView } from '../calls/protocol';
 import { argumentChanges } from '../shared/argument-changes';
 import type { AuditRecord } from '../audit/audit-store';
 import type { SessionStats } from '../sessions/session';
@@ -240,7 +240,8 @@ export function callPage(input: {
                 ${approval.state === 'pending' ? expiringBadge({ remindAt: approval.remindAt, now: input.now }) : ''}
               </p>
               <p class="meta" id="round-turn">
-                Whose turn: ${Math.max(0, approval.quorum - approval.approvals.length)} more approval(s)
+                Whose turn: ${approval.chain ? chainTurnWords(approval.chain) : ''}
+                ${Math.max(0, turnQuorum(approval) - turnApprovals(approval).length)} more approval(s)
                 ${
                   (approval.eligible ?? []).filter((name) => !approval.approvals.includes(name)).length
                     ? html`from
@@ -248,6 +249,7 @@ export function callPage(input: {
                     : ''
                 }
               </p>
+              ${approval.chain ? chainSteps(approval.chain) : ''}
               <p class="meta" id="round-contract" title="${approval.contractDigest}">
                 contract <code>${approval.contractDigest.slice(0, 12)}</code>
               </p>
@@ -837,6 +839,38 @@ function previewList(preview: Record<string, unknown>, id?: string): Html {
 }
 
 /** Time left as text, with the expiry in a data attribute so the page script counts down. */
+/** The approvals the current turn needs: its chain step's quorum, or the round's. */
+function turnQuorum(approval: NonNullable<CallState['approval']>): number {
+  return approval.chain?.steps[approval.chain.step - 1]?.quorum ?? approval.quorum;
+}
+
+/** The approvals the current turn has. */
+function turnApprovals(approval: NonNullable<CallState['approval']>): string[] {
+  return approval.chain
+    ? (approval.chain.steps[approval.chain.step - 1]?.approvals ?? [])
+    : approval.approvals;
+}
+
+function chainTurnWords(chain: ChainView): string {
+  const step = chain.steps[chain.step - 1];
+  return step ? `group ${step.group} (step ${chain.step} of ${chain.steps.length}),` : '';
+}
+
+/** Where a round stands in its chain: each group in order, done, current (whose turn) or to come. */
+function chainSteps(chain: ChainView): Html {
+  return html`<ol class="chain" id="chain" aria-label="approval chain">
+    ${chain.steps.map(
+      (step, index) =>
+        html`<li class="chain-step chain-${step.state}" data-group="${step.group}" data-state="${step.state}">
+          step ${index + 1}: <strong>${step.group}</strong>, ${step.approvals.length} of ${step.quorum}
+          approval(s)${step.approvals.length ? html` (${step.approvals.join(', ')})` : ''}
+          ${step.state === 'current' ? html`<span class="badge">their turn</span>` : ''}
+          ${step.state === 'approved' ? html`<span class="badge">approved</span>` : ''}
+        </li>`,
+    )}
+  </ol>`;
+}
+
 /** The badge of a round past its reminder: it expires soon and is still undecided. */
 function expiringBadge(input: { remindAt: string | undefined; now: number }): Html | '' {
   if (input.remindAt === undefined || input.now < Date.parse(input.remindAt)) return '';
