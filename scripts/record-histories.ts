@@ -66,6 +66,22 @@ async function main(): Promise<void> {
       policy: {
         ...testPolicy,
         quotas: [{ tool: 'refund_order', window: '24h', maxCalls: 1000, maxAmount: 10_000_000 }],
+        // cautious-bot's refunds pass a chain: the support lead, then finance.
+        callers: {
+          ...testPolicy.callers,
+          'cautious-bot': {
+            ...testPolicy.callers['cautious-bot']!,
+            approval: {
+              ceiling: 'irreversible',
+              chains: { irreversible: [{ group: 'support-lead' }, { group: 'finance' }] },
+            },
+          },
+        },
+        approvers: {
+          ...testPolicy.approvers,
+          alice: { ...testPolicy.approvers!.alice!, groups: ['support-lead'] },
+          dave: { ...testPolicy.approvers!.dave!, groups: ['finance'] },
+        },
       },
     });
     try {
@@ -219,6 +235,18 @@ async function main(): Promise<void> {
       await decide(edited.callId, 'bob', 'approve');
       await harness.client.result(edited.callId, { wait: true });
       await record('refund-edited', edited.callId);
+      // Through a chain: finance refused before the lead, then the lead, then finance.
+      const chained = await harness.call({
+        caller: 'cautious-bot',
+        tool: 'refund_order',
+        arguments: harness.refundArguments({ amount_cents: 630 }),
+      });
+      const early = await decide(chained.callId, 'dave', 'approve');
+      if (early.accepted) throw new Error('finance approved before the lead');
+      await decide(chained.callId, 'alice', 'approve');
+      await decide(chained.callId, 'dave', 'approve');
+      await harness.client.result(chained.callId, { wait: true });
+      await record('refund-chain', chained.callId);
       const expired = await harness.call({
         caller: 'hasty-bot',
         tool: 'refund_order',

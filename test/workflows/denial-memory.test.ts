@@ -35,6 +35,10 @@ const reason = 'the customer was refunded by bank transfer';
 /** Denies a waiting refund as alice and returns its call id, once the denied run has closed. */
 async function deniedRefund(overrides: Record<string, unknown> = {}): Promise<string> {
   const { callId } = await proposeRefund(overrides);
+  // Alice denies once she was asked (a decision first makes the request moot: it is never posted).
+  await expect
+    .poll(() => receiver.of(callId).map((post) => post.json.event), { timeout: 15_000, interval: 50 })
+    .toContain('approval-requested');
   await decide(callId, 'alice', 'deny', reason);
   expect(await harness.client.result(callId, { wait: true })).toMatchObject({
     ok: false,

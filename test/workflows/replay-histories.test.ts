@@ -22,6 +22,7 @@ describe('recorded histories of representative calls', () => {
         'refund-approved-enrolled-key',
         'refund-business-rejection',
         'refund-cancelled',
+        'refund-chain',
         'refund-contract-changed',
         'refund-denied',
         'refund-edited',
