@@ -647,11 +647,13 @@ function isToolResult(value: unknown): value is ToolResult {
  */
 function pendingNow(pending: ToolResult, round: ApprovalView): ToolResult {
   const timeLeftMs = Math.max(0, Date.parse(round.expiresAt) - Date.now());
-  const needed = Math.max(0, round.quorum - round.approvals.length);
+  // A chain: whose turn it is is one group, step by step; what is needed is that step's.
+  const turn = round.chain?.steps[round.chain.step - 1];
+  const needed = round.chain
+    ? Math.max(0, (turn?.quorum ?? 0) - (turn?.approvals.length ?? 0))
+    : Math.max(0, round.quorum - round.approvals.length);
   const from = (round.eligible ?? []).filter((name) => !round.approvals.includes(name));
   const minutes = Math.round(timeLeftMs / 60_000);
-  // A chain: whose turn it is is one group, step by step.
-  const turn = round.chain?.steps[round.chain.step - 1];
   const chain =
     round.chain && turn
       ? { group: turn.group, step: round.chain.step, steps: round.chain.steps.length }

@@ -6,7 +6,7 @@ const approvers: ChainInput['approvers'] = {
   lee: { maxLevel: 'critical', operates: [], groups: ['support-lead'] },
   low: { maxLevel: 'reversible', operates: [], groups: ['support-lead'] },
   ops: { maxLevel: 'critical', operates: ['support-bot'], groups: ['support-lead'] },
-  fay: { maxLevel: 'critical', operates: [], groups: ['finance', 'finance-eu', 'owners-team-br'] },
+  fay: { maxLevel: 'critical', operates: [], groups: ['finance', 'finance-eu', 'owners-team_br'] },
 };
 
 const base: ChainInput = {
@@ -49,17 +49,23 @@ describe('approval chains resolve from the policy, the arguments and the context
   });
 
   it("routes a group by the tool's route and refuses one nobody can take", () => {
-    expect(resolveChain({ ...base, level: 'critical', route: { owner: 'team-br' } })).toMatchObject({
+    expect(resolveChain({ ...base, level: 'critical', route: { owner: 'team_br' } })).toMatchObject({
       ok: true,
-      steps: [{ group: 'support-lead' }, { group: 'owners-team-br', members: ['fay'] }],
+      steps: [{ group: 'support-lead' }, { group: 'owners-team_br', members: ['fay'] }],
     });
-    const nobody = resolveChain({ ...base, level: 'critical', route: { owner: 'team-mx' } });
-    expect(nobody?.ok === false && nobody.reason).toContain('group "owners-team-mx"');
+    const nobody = resolveChain({ ...base, level: 'critical', route: { owner: 'team_mx' } });
+    expect(nobody?.ok === false && nobody.reason).toContain('group "owners-team_mx"');
     const unrouted = resolveChain({ ...base, level: 'critical' });
     expect(unrouted?.ok === false && unrouted.reason).toContain('{route.owner}');
   });
 
-  it('never routes text that is not a group name', () => {
+  it('never routes text that is not a plain name (no ".", "-" or space: a value never picks a longer group)', () => {
+    for (const region of ['eu-juniors', 'eu.juniors', 'a b']) {
+      expect(
+        routeGroup({ group: 'finance-{claims.region}', context: { claims: { region } }, route: undefined })
+          .ok,
+      ).toBe(false);
+    }
     expect(
       routeGroup({ group: 'finance-{tenant}', context: { tenant: 'a b' }, route: undefined }),
     ).toMatchObject({

@@ -105,7 +105,8 @@ export function routeGroup(input: {
   let missing: string | undefined;
   const group = input.group.replace(placeholder, (_whole, name: string) => {
     const value = placeholderValue({ name, context: input.context, route: input.route });
-    if (value === undefined || !/^[a-zA-Z0-9_.-]+$/.test(value)) {
+    // Letters, digits and "_" only: a routed value never picks a longer group (`eu-juniors`).
+    if (value === undefined || !/^[a-zA-Z0-9_]+$/.test(value)) {
       missing ??= name;
       return '';
     }
@@ -116,7 +117,7 @@ export function routeGroup(input: {
       ok: false,
       reason:
         `group "${input.group}" is routed by {${missing}}, which this call does not give as a group name ` +
-        '(letters, digits, ".", "_", "-"): the harness must attach it to the context, or the tool route it',
+        '(letters, digits, "_"): the harness must attach it to the context, or the tool route it',
     };
   }
   return { ok: true, group };
@@ -137,6 +138,19 @@ function placeholderValue(input: {
 /** The chain in words, for approvers: `support-lead (1), then finance (2)`. */
 export function chainInWords(steps: readonly ChainStepRequirement[]): string {
   return steps.map((step) => `${step.group} (${step.quorum})`).join(', then ');
+}
+
+/** The step (from 0) the `index`-th approval of a round counts for, or undefined past the chain's end. */
+export function stepOfApproval(input: {
+  steps: readonly Pick<ChainStepRequirement, 'quorum'>[];
+  index: number;
+}): number | undefined {
+  let before = 0;
+  for (const [step, { quorum }] of input.steps.entries()) {
+    if (input.index < before + quorum) return step;
+    before += quorum;
+  }
+  return undefined;
 }
 
 /**

@@ -69,9 +69,19 @@ export interface SignedEdit {
  * The nonce of an approval round, derived (never drawn) from the run, the round number and the
  * preview's digest, so a replayed workflow computes the same one after a code change.
  */
-export function approvalNonce(input: { runId: string; round: number; previewDigest: string }): string {
+export function approvalNonce(input: {
+  runId: string;
+  round: number;
+  previewDigest: string;
+  /**
+   * A chain's step after the first (from 2): each has a nonce of its own, so a decision signed for one
+   * step never counts for another. The first step's is the round's.
+   */
+  step?: number;
+}): string {
+  const parts = ['toolgate/v1/approval-round', input.runId, input.round, input.previewDigest];
   return sha256Hex(
-    canonicalJson(['toolgate/v1/approval-round', input.runId, input.round, input.previewDigest]),
+    canonicalJson(input.step !== undefined && input.step > 1 ? [...parts, input.step] : parts),
   );
 }
 

@@ -220,6 +220,21 @@ class ApprovalRound {
     };
   }
 
+  /**
+   * The nonce a decision must sign now: the round's, or in a chain the current step's (each step has
+   * its own, so a decision signed while it was another group's turn never counts for this one).
+   */
+  get turnNonce(): string {
+    const steps = this.steps;
+    if (!steps || this.step === 0) return this.nonce;
+    return approvalNonce({
+      runId: this.runId,
+      round: this.number,
+      previewDigest: this.previewDigest,
+      step: Math.min(this.step, steps.length - 1) + 1,
+    });
+  }
+
   /** The approvals counted for the current step. */
   private stepApprovals(index: number): string[] {
     const steps = this.steps ?? [];
@@ -286,7 +301,7 @@ class ApprovalRound {
   view(): ApprovalView {
     return {
       round: this.number,
-      nonce: this.nonce,
+      nonce: this.turnNonce,
       runId: this.runId,
       argsDigest: this.argsDigest,
       previewDigest: this.previewDigest,
@@ -678,7 +693,13 @@ export class CallApprovals {
     ) {
       return { code: 'DECISION_REPLAYED', reason: 'this approver already decided this round' };
     }
-    // A chain's turn may have passed on while the handler waited.
+    // A chain's turn may have passed on while the handler waited: the decision was signed for the step before.
+    if (decision.envelope.nonce !== round.turnNonce) {
+      return {
+        code: 'DIGEST_MISMATCH',
+        reason: 'the chain moved on to its next step while this decision was sent: open the call again',
+      };
+    }
     return round.turnRefusal(decision.envelope.approver);
   }
 
@@ -738,7 +759,7 @@ export class CallApprovals {
     return {
       callId: this.call.callId,
       runId: round.runId,
-      nonce: round.nonce,
+      nonce: round.turnNonce,
       argsDigest: round.argsDigest,
       previewDigest: round.previewDigest,
       contractDigest: round.contractDigest,
@@ -872,6 +893,12 @@ export class CallApprovals {
     if (closed) return closed;
     if (round.usedSignatures.includes(edit.signature)) {
       return { code: 'DECISION_REPLAYED', reason: 'this edit was already sent' };
+    }
+    if (edit.envelope.nonce !== round.turnNonce) {
+      return {
+        code: 'DIGEST_MISMATCH',
+        reason: 'the chain moved on to its next step while this edit was sent: open the call again',
+      };
     }
     return round.turnRefusal(edit.envelope.approver);
   }

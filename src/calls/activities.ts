@@ -257,8 +257,14 @@ export function createToolCallActivities(dependencies: ToolCallActivityDependenc
       }
       // A call that needs approval: does a standing grant cover it now? (Read only here; the call
       // takes a use atomically at step 7, and waits for a human when none is left by then.) Never one
-      // the untrusted-text rule holds: a person looks at a write that text the model read may have asked for.
-      if (evaluation.ok && evaluation.call.approval && !evaluation.call.approval.untrustedText) {
+      // the untrusted-text rule holds: a person looks at a write that text the model read may have asked for;
+      // never one whose level asks a chain: the groups it names decide each call.
+      if (
+        evaluation.ok &&
+        evaluation.call.approval &&
+        !evaluation.call.approval.untrustedText &&
+        !evaluation.call.approval.chain
+      ) {
         const { call } = evaluation;
         // Grants that cannot be read cover nothing: the call waits for a human, the safe side.
         const grants = await readGrants({ client, taskQueue: info.taskQueue }).catch(() => ({ grants: [] }));

@@ -249,7 +249,7 @@ export function callPage(input: {
                     : ''
                 }
               </p>
-              ${approval.chain ? chainSteps(approval.chain) : ''}
+              ${approval.chain ? chainSteps(approval.chain, approval.state === 'pending') : ''}
               <p class="meta" id="round-contract" title="${approval.contractDigest}">
                 contract <code>${approval.contractDigest.slice(0, 12)}</code>
               </p>
@@ -838,10 +838,10 @@ function previewList(preview: Record<string, unknown>, id?: string): Html {
   </dl>`;
 }
 
-/** Time left as text, with the expiry in a data attribute so the page script counts down. */
-/** The approvals the current turn needs: its chain step's quorum, or the round's. */
+/** The approvals the current turn needs: its chain step's quorum (none once complete), or the round's. */
 function turnQuorum(approval: NonNullable<CallState['approval']>): number {
-  return approval.chain?.steps[approval.chain.step - 1]?.quorum ?? approval.quorum;
+  if (!approval.chain) return approval.quorum;
+  return approval.chain.steps[approval.chain.step - 1]?.quorum ?? 0;
 }
 
 /** The approvals the current turn has. */
@@ -851,20 +851,21 @@ function turnApprovals(approval: NonNullable<CallState['approval']>): string[] {
     : approval.approvals;
 }
 
+/** Whose turn it is in a chain, in words: `group finance (step 2 of 2),`. */
 function chainTurnWords(chain: ChainView): string {
   const step = chain.steps[chain.step - 1];
   return step ? `group ${step.group} (step ${chain.step} of ${chain.steps.length}),` : '';
 }
 
 /** Where a round stands in its chain: each group in order, done, current (whose turn) or to come. */
-function chainSteps(chain: ChainView): Html {
+function chainSteps(chain: ChainView, open: boolean): Html {
   return html`<ol class="chain" id="chain" aria-label="approval chain">
     ${chain.steps.map(
       (step, index) =>
         html`<li class="chain-step chain-${step.state}" data-group="${step.group}" data-state="${step.state}">
           step ${index + 1}: <strong>${step.group}</strong>, ${step.approvals.length} of ${step.quorum}
           approval(s)${step.approvals.length ? html` (${step.approvals.join(', ')})` : ''}
-          ${step.state === 'current' ? html`<span class="badge">their turn</span>` : ''}
+          ${step.state === 'current' && open ? html`<span class="badge">their turn</span>` : ''}
           ${step.state === 'approved' ? html`<span class="badge">approved</span>` : ''}
         </li>`,
     )}
@@ -877,6 +878,7 @@ function expiringBadge(input: { remindAt: string | undefined; now: number }): Ht
   return html`<span class="badge badge-expiring">expires soon</span>`;
 }
 
+/** Time left as text, with the expiry in a data attribute so the page script counts down. */
 function timeLeft(input: { expiresAt: string; now: number }): Html {
   return html`<time class="time-left" datetime="${input.expiresAt}" data-expires-at="${input.expiresAt}"
     >${formatTimeLeft(Date.parse(input.expiresAt) - input.now)}</time

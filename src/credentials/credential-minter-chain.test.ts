@@ -4,7 +4,7 @@ import { refundOrderContract } from '../../examples/orders/orders-contracts';
 import { createCredentialMinter } from './credential-minter';
 import { publicKeyHex, signValue } from '../keys/key-files';
 import { checkPolicy } from '../policy/load-policy';
-import type { DecisionEnvelope, RoundApproval } from '../approvals/protocol';
+import type { DecisionEnvelope, GrantApproval, RoundApproval } from '../approvals/protocol';
 import { approvalNonce } from '../approvals/protocol';
 import { digestOf } from '../shared/canonical-json';
 import { contractDigestOf } from '../tools/contract-digest';
@@ -47,16 +47,22 @@ const runId = 'run-1';
 const previewDigest = digestOf({ preview: 1 });
 const nonce = approvalNonce({ runId, round: 1, previewDigest });
 
-function approvalBy(signers: (keyof typeof keys)[]): RoundApproval {
+type Signer = keyof typeof keys;
+
+/** Decisions by `signers`, each signed for the step it is listed at unless `signedFor` says another. */
+function approvalBy(
+  signers: Signer[],
+  signedFor: number[] = signers.map((_, index) => index + 1),
+): RoundApproval {
   return {
     round: 1,
     nonce,
     previewDigest,
-    decisions: signers.map((approver) => {
+    decisions: signers.map((approver, index) => {
       const envelope: DecisionEnvelope = {
         callId,
         runId,
-        nonce,
+        nonce: approvalNonce({ runId, round: 1, previewDigest, step: signedFor[index]! }),
         argsDigest: digestOf(args),
         previewDigest,
         contractDigest: contractDigestOf({ contract: refundOrderContract }),
@@ -73,7 +79,7 @@ function approvalBy(signers: (keyof typeof keys)[]): RoundApproval {
   };
 }
 
-const mint = (signers: (keyof typeof keys)[], region: string | null = 'eu') =>
+const mint = (signers: Signer[], region: string | null = 'eu', signedFor?: number[]) =>
   minter.mint({
     contract: refundOrderContract,
     caller: 'support-bot',
@@ -81,7 +87,7 @@ const mint = (signers: (keyof typeof keys)[], region: string | null = 'eu') =>
     runId,
     args,
     ...(region ? { context: { claims: { region } } } : {}),
-    approval: approvalBy(signers),
+    approval: approvalBy(signers, signedFor),
   });
 
 describe('the minter verifies the approval chain', () => {
@@ -93,12 +99,34 @@ describe('the minter verifies the approval chain', () => {
     [['fay', 'lee'], 'fay approved for step 1'],
     [['lee'], '1 distinct approver(s), 2 needed'],
     [['lee', 'ann'], 'ann approved for step 2'],
-  ] as [(keyof typeof keys)[], string][])('refuses %j: %s', async (signers, reason) => {
+  ] as [Signer[], string][])('refuses %j: %s', async (signers, reason) => {
     await expect(mint(signers)).rejects.toThrow(reason);
+  });
+
+  it("refuses a step's decision signed for another step: each step has its own nonce", async () => {
+    // Both signed with the round's (step 1's) nonce: finance's does not hold for step 2.
+    await expect(mint(['lee', 'fay'], 'eu', [1, 1])).rejects.toThrow('the decision of fay does not hold');
+    // Signed for their own steps, then listed in the other order by a forged workflow.
+    await expect(mint(['fay', 'lee'], 'eu', [2, 1])).rejects.toThrow('the decision of fay does not hold');
   });
 
   it('refuses when its own policy routes the step to a group nobody is in', async () => {
     await expect(mint(['lee', 'fay'], 'us')).rejects.toThrow('group "finance-us"');
     await expect(mint(['lee', 'fay'], null)).rejects.toThrow('{claims.region}');
+  });
+
+  it('takes no standing grant for a level that asks a chain', async () => {
+    const grant = { grant: { grant: { grantId: 'g-1' } }, reservationId: 'r-1' } as unknown as GrantApproval;
+    await expect(
+      minter.mint({
+        contract: refundOrderContract,
+        caller: 'support-bot',
+        callId,
+        runId,
+        args,
+        context: { claims: { region: 'eu' } },
+        approval: grant,
+      }),
+    ).rejects.toThrow('no standing grant covers it');
   });
 });

@@ -18,7 +18,7 @@ import {
   quorumReached,
 } from '../approvals/decision-rules';
 import { contractDigestOf } from '../tools/contract-digest';
-import { chainMismatch, chainOfCall } from '../approvals/approval-chain';
+import { chainMismatch, chainOfCall, stepOfApproval } from '../approvals/approval-chain';
 import type { AnyToolContract } from '../tools/define-tool';
 import type { CallContext } from '../calls/call-context';
 import { callerPolicyIn } from '../policy/context-policy';
@@ -100,6 +100,26 @@ export function createCredentialMinter(input: {
         });
       }
       let restsOn: CredentialClaims['approval'];
+      // A chain of groups in order, routed as the evaluation routed it, from the minter's own policy.
+      const chain = verdict.needsApproval
+        ? chainOfCall({
+            contract,
+            args,
+            context: context ?? {},
+            approval: callerPolicy.approval,
+            level: verdict.riskLevel,
+            caller,
+            approvers: policy.file.approvers,
+            levelWindowMs: 0,
+          })
+        : undefined;
+      if (chain && !chain.ok) throw new MintRefusal(`the minter's policy routes no chain: ${chain.reason}`);
+      if (chain && approval && 'grant' in approval) {
+        // The groups a chain names decide each call of its level: no standing grant stands in for them.
+        throw new MintRefusal(
+          `risk level "${verdict.riskLevel}" asks an approval chain: no standing grant covers it`,
+        );
+      }
       if (verdict.needsApproval && approval && 'grant' in approval) {
         await confirmGrant({
           approval,
@@ -122,18 +142,6 @@ export function createCredentialMinter(input: {
         });
         if (approval.nonce !== expectedNonce)
           throw new MintRefusal('the approval round does not match its nonce');
-        // A chain of groups in order, routed as the evaluation routed it, from the minter's own policy.
-        const chain = chainOfCall({
-          contract,
-          args,
-          context: context ?? {},
-          approval: callerPolicy.approval,
-          level: verdict.riskLevel,
-          caller,
-          approvers: policy.file.approvers,
-          levelWindowMs: 0,
-        });
-        if (chain && !chain.ok) throw new MintRefusal(`the minter's policy routes no chain: ${chain.reason}`);
         const quorum = chain
           ? chain.steps.reduce((sum, step) => sum + step.quorum, 0)
           : (callerPolicy.approval?.quorum?.[verdict.riskLevel] ?? 1);
@@ -151,11 +159,24 @@ export function createCredentialMinter(input: {
         };
         const { approvers, operators } = policy.snapshotFor(caller);
         const approvedBy: string[] = [];
-        for (const decision of approval.decisions) {
-          // Each decision is judged against the round alone; one approver listed twice counts once below.
+        for (const [index, decision] of approval.decisions.entries()) {
+          // Each decision is judged against the round alone (in a chain, the nonce of the step it counts
+          // for); one approver listed twice counts once below.
+          const step = chain ? stepOfApproval({ steps: chain.steps, index }) : undefined;
           const judgement = judgeDecision({
             decision,
-            round,
+            round:
+              step === undefined
+                ? round
+                : {
+                    ...round,
+                    nonce: approvalNonce({
+                      runId,
+                      round: approval.round,
+                      previewDigest: approval.previewDigest,
+                      step: step + 1,
+                    }),
+                  },
             approvers,
             operators,
             decidedBy: { signatures: [], approvers: [] },

@@ -216,6 +216,9 @@ function noticeFromState(input: {
     case 'approval-requested': {
       if (!progress.current)
         return { ok: false, reason: `round ${notice.round} is no longer the call's round` };
+      // A chain's first request is moot once the turn passed on: the next group was asked.
+      if (notice.chain && progress.chain?.step !== notice.chain.step)
+        return { ok: false, reason: `round ${notice.round} moved on in its chain` };
       const { ending: _claimed, ...request } = facts;
       return { ok: true, notice: request };
     }

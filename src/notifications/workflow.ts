@@ -234,11 +234,7 @@ export class ApprovalNotifier {
     const escalation = this.escalations.get(round.round);
     const followUp = async () => {
       const escalated = escalation ? await escalation : false;
-      const channels = [
-        ...this.plan.waiting,
-        ...this.told,
-        ...(escalated ? (this.plan.escalation?.channels ?? []) : []),
-      ];
+      const channels = [...this.told, ...(escalated ? (this.plan.escalation?.channels ?? []) : [])];
       await this.send({
         event: ending.state === 'expired' ? 'approval-expired' : 'approval-decided',
         round,

@@ -326,6 +326,14 @@ function chainProblems(file: PolicyFile): string[] {
           );
         }
       });
+      const untrustedQuorum = file.callers[caller]?.untrustedText?.quorum;
+      const chainQuorum = steps.reduce((sum, step) => sum + (step.quorum ?? 1), 0);
+      if (untrustedQuorum !== undefined && untrustedQuorum > chainQuorum) {
+        problems.push(
+          `${field}.chains.${level}: asks ${chainQuorum} approval(s), fewer than untrustedText.quorum (${untrustedQuorum}); ` +
+            "raise a step's quorum: a chain decides its level, whatever text the session read",
+        );
+      }
       if (totalMs > maximumMs) {
         problems.push(
           `${field}.chains.${level}: its steps may wait ${Math.round(totalMs / 60_000)} min together, longer than ` +

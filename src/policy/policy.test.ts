@@ -274,7 +274,7 @@ describe('policy files', () => {
 
 describe('approval chains in the policy file', () => {
   const withChain =
-    (chain: unknown, groups: string[] = ['support-lead']) =>
+    (chain: unknown, groups: string[] = ['support-lead'], extra: Record<string, unknown> = {}) =>
     () =>
       checkPolicy({
         source: 'chains.json',
@@ -286,6 +286,7 @@ describe('approval chains in the policy file', () => {
               tools: ['refund_order'],
               autonomy: 'reversible',
               approval: { ceiling: 'critical', chains: { irreversible: chain } },
+              ...extra,
             },
           },
           approvers: { lee: { publicKey: inlineKey, maxLevel: 'critical', groups } },
@@ -303,9 +304,17 @@ describe('approval chains in the policy file', () => {
     expect(withChain([{ group: 'finance' }])).toThrow('add "finance" to approvers\' groups');
   });
 
+  it('refuses a chain asking fewer approvals than the untrusted-text rule', () => {
+    expect(
+      withChain([{ group: 'support-lead' }], ['support-lead'], {
+        untrustedText: { writes: 'approval', quorum: 2 },
+      }),
+    ).toThrow('fewer than untrustedText.quorum (2)');
+  });
+
   it('refuses a routed group with an unknown placeholder, and steps that together outlast the maximum window', () => {
     expect(withChain([{ group: 'finance-{region}' }])).toThrow(
-      'callers.support-bot.approval.chains.irreversible.0.group',
+      'callers.support-bot.approval.chains.irreversible.0.group: a group name',
     );
     expect(
       withChain([

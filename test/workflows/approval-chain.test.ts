@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PolicyFileInput } from 'toolgate';
+import type { DecisionEnvelope } from 'toolgate/protocol';
+import { signValue } from 'toolgate/protocol';
 import { approvalHelpers } from '../support/approval-helpers';
 import { testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
@@ -185,6 +187,44 @@ describe('approval chains', () => {
     expect(unrouted.message).toContain('{claims.region}');
 
     expect(await decide(callId, 'alice')).toMatchObject({ accepted: true, state: 'pending' });
+    expect(await decide(callId, 'dave')).toMatchObject({ accepted: true, state: 'approved' });
+    expect(await harness.client.result(callId, { wait: true })).toMatchObject({ ok: true });
+    expect(await appliedRefunds()).toBe(before + 1);
+  });
+
+  it('never counts a decision signed during the step before: each step has its own nonce', async () => {
+    const before = await appliedRefunds();
+    const callId = await propose({ amount: 6_000 });
+    const stepOne = (await harness.admin.show(callId))!.approval!;
+    // Finance signs while it is still the lead's turn, and holds on to it.
+    const envelope: DecisionEnvelope = {
+      callId,
+      runId: stepOne.runId,
+      nonce: stepOne.nonce,
+      argsDigest: stepOne.argsDigest,
+      previewDigest: stepOne.previewDigest,
+      contractDigest: stepOne.contractDigest,
+      decision: 'approve',
+      approver: 'dave',
+      reason: 'signed early',
+      issuedAt: new Date().toISOString(),
+    };
+    const early = {
+      envelope,
+      signature: signValue({ kind: 'decision', value: envelope, privateKey: harness.approverKey('dave') }),
+    };
+    expect(await decide(callId, 'alice')).toMatchObject({ accepted: true, state: 'pending' });
+    const stepTwo = (await harness.admin.show(callId))!.approval!;
+    expect(stepTwo.nonce).not.toBe(stepOne.nonce);
+    // Sent now, in finance's turn: signed for step 1, so it counts for nothing.
+    expect(await harness.admin.send({ callId, decision: early })).toMatchObject({
+      accepted: false,
+      code: 'DIGEST_MISMATCH',
+    });
+    expect(await harness.client.callStatus({ callId, caller: 'support-bot' })).toMatchObject({
+      code: 'APPROVAL_PENDING',
+    });
+    expect(await appliedRefunds()).toBe(before);
     expect(await decide(callId, 'dave')).toMatchObject({ accepted: true, state: 'approved' });
     expect(await harness.client.result(callId, { wait: true })).toMatchObject({ ok: true });
     expect(await appliedRefunds()).toBe(before + 1);
