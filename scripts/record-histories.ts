@@ -26,7 +26,7 @@ import {
 import type { ToolResult } from 'toolgate';
 import { prepareNamespace, startDevServer } from 'toolgate/testing';
 import { refundOrderContract } from '../examples/orders/orders-contracts';
-import { testPolicy } from '../test/support/test-policy';
+import { approversInGroups, testPolicy } from '../test/support/test-policy';
 import { startHarness } from '../test/support/toolgate-harness';
 
 const projectRoot = resolve(__dirname, '..');
@@ -77,11 +77,7 @@ async function main(): Promise<void> {
             },
           },
         },
-        approvers: {
-          ...testPolicy.approvers,
-          alice: { ...testPolicy.approvers!.alice!, groups: ['support-lead'] },
-          dave: { ...testPolicy.approvers!.dave!, groups: ['finance'] },
-        },
+        approvers: approversInGroups({ alice: ['support-lead'], dave: ['finance'] }),
       },
     });
     try {

@@ -65,16 +65,7 @@ export function resolveChain(input: ChainInput): ChainResolution {
     const routed = routeGroup({ group: step.group, context: input.context, route: input.route });
     if (!routed.ok) return { ok: false, reason: `step ${index + 1} of the chain: ${routed.reason}` };
     const quorum = step.quorum ?? 1;
-    const members = Object.keys(input.approvers)
-      .filter((name) => {
-        const approver = input.approvers[name]!;
-        return (
-          (approver.groups ?? []).includes(routed.group) &&
-          riskRank(approver.maxLevel) >= riskRank(input.level) &&
-          !approver.operates.includes(input.caller)
-        );
-      })
-      .sort();
+    const members = groupMembers({ ...input, group: routed.group });
     if (members.length < quorum) {
       return {
         ok: false,
@@ -92,6 +83,25 @@ export function resolveChain(input: ChainInput): ChainResolution {
   }
   // Every step's condition left it out: the level's quorum of any approvers applies.
   return steps.length ? { ok: true, steps } : undefined;
+}
+
+/** The approvers of `group` who may decide a call of `level`: granted it, not operating `caller`; sorted. */
+export function groupMembers(input: {
+  approvers: ChainInput['approvers'];
+  group: string;
+  level: RiskLevel;
+  caller: string;
+}): string[] {
+  return Object.keys(input.approvers)
+    .filter((name) => {
+      const approver = input.approvers[name]!;
+      return (
+        (approver.groups ?? []).includes(input.group) &&
+        riskRank(approver.maxLevel) >= riskRank(input.level) &&
+        !approver.operates.includes(input.caller)
+      );
+    })
+    .sort();
 }
 
 const placeholder = /\{([^{}]+)\}/g;

@@ -10,6 +10,7 @@ import { nameRecord, ownValue } from '../shared/own-records';
 import { unwrap } from '../tools/define-tool';
 import type { ToolRegistry } from '../tools/tool-registry';
 import { defaultMaxApprovalWindow, maxApprovalWindowMs } from '../approvals/approval-window';
+import { groupMembers } from '../approvals/approval-chain';
 import type { ApplicableQuota } from '../quotas/protocol';
 import type { CallerPolicy, PolicyFile, Quota } from './policy-schema';
 import { policyFileSchema } from './policy-schema';
@@ -312,12 +313,12 @@ function chainProblems(file: PolicyFile): string[] {
           step.window ?? approval?.windows?.[level as RiskLevel] ?? defaultApprovalWindowMs,
         );
         if (step.group.includes('{')) return;
-        const members = Object.entries(file.approvers).filter(
-          ([, approver]) =>
-            (approver.groups ?? []).includes(step.group) &&
-            riskRank(approver.maxLevel) >= rank &&
-            !approver.operates.includes(caller),
-        );
+        const members = groupMembers({
+          approvers: file.approvers,
+          group: step.group,
+          level: level as RiskLevel,
+          caller,
+        });
         if (members.length < (step.quorum ?? 1)) {
           problems.push(
             `${field}.chains.${level}.${index}.group: group "${step.group}" has ${members.length} approver(s) ` +

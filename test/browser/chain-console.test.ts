@@ -5,7 +5,7 @@ import type { ApprovalsConsole } from 'toolgate/console';
 import { approvalHelpers } from '../support/approval-helpers';
 import { enrolInBrowser, launchBrowser, saveScreenshot } from '../support/browser';
 import { startHarnessConsole } from '../support/console-helpers';
-import { testPolicy } from '../support/test-policy';
+import { approversInGroups, testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
@@ -31,11 +31,7 @@ const policy: PolicyFileInput = {
       },
     },
   },
-  approvers: {
-    ...testPolicy.approvers,
-    alice: { ...testPolicy.approvers!.alice!, groups: ['support-lead'] },
-    dave: { ...testPolicy.approvers!.dave!, groups: ['finance'] },
-  },
+  approvers: approversInGroups({ alice: ['support-lead'], dave: ['finance'] }),
 };
 useHarness((started) => (harness = started), { policy });
 const { appliedRefunds, proposeRefund, decide } = approvalHelpers(() => harness);

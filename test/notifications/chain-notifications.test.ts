@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyFileInput } from 'toolgate';
 import { approvalHelpers } from '../support/approval-helpers';
 import { deliveriesDone } from '../support/notifier';
-import { testPolicy } from '../support/test-policy';
+import { approversInGroups, testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 import { startWebhookReceiver } from '../support/webhook-receiver';
@@ -33,11 +33,7 @@ const policy: PolicyFileInput = {
       },
     },
   },
-  approvers: {
-    ...testPolicy.approvers,
-    alice: { ...testPolicy.approvers!.alice!, groups: ['support-lead'] },
-    dave: { ...testPolicy.approvers!.dave!, groups: ['finance'] },
-  },
+  approvers: approversInGroups({ alice: ['support-lead'], dave: ['finance'] }),
 };
 
 useHarness((started) => (harness = started), {

@@ -95,3 +95,11 @@ export const testPolicy: PolicyFileInput = {
     olivia: { publicKey: 'operators/olivia.pub' },
   },
 };
+
+/** The tests' approvers, each in the approval groups named for them (an approval chain's steps name them). */
+export function approversInGroups(groups: Partial<Record<(typeof testApprovers)[number], string[]>>) {
+  const approvers = { ...testPolicy.approvers };
+  for (const [name, named] of Object.entries(groups))
+    approvers[name] = { ...approvers[name]!, groups: named };
+  return approvers;
+}

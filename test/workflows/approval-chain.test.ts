@@ -3,7 +3,7 @@ import type { PolicyFileInput } from 'toolgate';
 import type { DecisionEnvelope } from 'toolgate/protocol';
 import { signValue } from 'toolgate/protocol';
 import { approvalHelpers } from '../support/approval-helpers';
-import { testPolicy } from '../support/test-policy';
+import { approversInGroups, testPolicy } from '../support/test-policy';
 import type { ToolGateHarness } from '../support/toolgate-harness';
 import { useHarness } from '../support/use-harness';
 
@@ -36,12 +36,11 @@ const policy: PolicyFileInput = {
       },
     },
   },
-  approvers: {
-    ...testPolicy.approvers,
-    alice: { ...testPolicy.approvers!.alice!, groups: ['support-lead'] },
-    bob: { ...testPolicy.approvers!.bob!, groups: ['support-lead'] },
-    dave: { ...testPolicy.approvers!.dave!, groups: ['finance', 'finance-eu'] },
-  },
+  approvers: approversInGroups({
+    alice: ['support-lead'],
+    bob: ['support-lead'],
+    dave: ['finance', 'finance-eu'],
+  }),
 };
 
 let harness: ToolGateHarness;
