@@ -225,14 +225,28 @@ class ApprovalRound {
    * its own, so a decision signed while it was another group's turn never counts for this one).
    */
   get turnNonce(): string {
-    const steps = this.steps;
-    if (!steps || this.step === 0) return this.nonce;
+    return this.stepNonce(Math.min(this.step, (this.steps?.length ?? 1) - 1));
+  }
+
+  /** The nonce of step `index`: the round's for the first step (and a round without a chain). */
+  private stepNonce(index: number): string {
+    if (!this.steps || index === 0) return this.nonce;
     return approvalNonce({
       runId: this.runId,
       round: this.number,
       previewDigest: this.previewDigest,
-      step: Math.min(this.step, steps.length - 1) + 1,
+      step: index + 1,
     });
+  }
+
+  /**
+   * Whether `nonce` is the nonce of a chain step before the current one: a decision the validator
+   * accepted for that step, whose handler ran after the turn passed on. (A nonce that matches no step
+   * of this run is one a replay under a reset run's new id brings back: the validator accepted it.)
+   */
+  signedForEarlierStep(nonce: string): boolean {
+    if (!this.steps) return false;
+    return Array.from({ length: this.step }, (_, index) => this.stepNonce(index)).includes(nonce);
   }
 
   /** The approvals counted for the current step. */
@@ -694,7 +708,7 @@ export class CallApprovals {
       return { code: 'DECISION_REPLAYED', reason: 'this approver already decided this round' };
     }
     // A chain's turn may have passed on while the handler waited: the decision was signed for the step before.
-    if (decision.envelope.nonce !== round.turnNonce) {
+    if (round.signedForEarlierStep(decision.envelope.nonce)) {
       return {
         code: 'DIGEST_MISMATCH',
         reason: 'the chain moved on to its next step while this decision was sent: open the call again',
@@ -894,7 +908,7 @@ export class CallApprovals {
     if (round.usedSignatures.includes(edit.signature)) {
       return { code: 'DECISION_REPLAYED', reason: 'this edit was already sent' };
     }
-    if (edit.envelope.nonce !== round.turnNonce) {
+    if (round.signedForEarlierStep(edit.envelope.nonce)) {
       return {
         code: 'DIGEST_MISMATCH',
         reason: 'the chain moved on to its next step while this edit was sent: open the call again',
