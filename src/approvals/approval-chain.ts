@@ -150,6 +150,11 @@ export function chainInWords(steps: readonly ChainStepRequirement[]): string {
   return steps.map((step) => `${step.group} (${step.quorum})`).join(', then ');
 }
 
+/** How many approvals `steps` ask in all: a chain's quorum is the sum of its steps'. */
+export function chainQuorum(steps: readonly Pick<ChainStepRequirement, 'quorum'>[]): number {
+  return steps.reduce((sum, step) => sum + step.quorum, 0);
+}
+
 /** The step (from 0) the `index`-th approval of a round counts for, or undefined past the chain's end. */
 export function stepOfApproval(input: {
   steps: readonly Pick<ChainStepRequirement, 'quorum'>[];

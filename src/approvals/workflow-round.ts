@@ -14,6 +14,7 @@ import type { ExecutionApproval, SignedDecision, SignedEdit } from './protocol';
 import { approvalNonce } from './protocol';
 import type { ApprovalRequirement } from '../calls/call-evaluation';
 import type { ChainStepRequirement } from './approval-chain';
+import { chainQuorum } from './approval-chain';
 import { digestOf } from '../shared/canonical-json';
 import { ownValue } from '../shared/own-records';
 import type { DecisionRefusalCode, EditRefusalCode } from '../shared/codes';
@@ -252,7 +253,7 @@ class ApprovalRound {
   /** The approvals counted for the current step. */
   private stepApprovals(index: number): string[] {
     const steps = this.steps ?? [];
-    const before = steps.slice(0, index).reduce((sum, step) => sum + step.quorum, 0);
+    const before = chainQuorum(steps.slice(0, index));
     return this.approvals.slice(before, before + (steps[index]?.quorum ?? 0));
   }
 

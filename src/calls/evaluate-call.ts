@@ -1,7 +1,7 @@
 import { verifyWithNode } from '../keys/key-files';
 import type { CallerPolicySnapshot, LoadedPolicy } from '../policy/load-policy';
 import { approvalWindowMs } from '../approvals/approval-window';
-import { chainInWords, chainOfCall } from '../approvals/approval-chain';
+import { chainInWords, chainOfCall, chainQuorum } from '../approvals/approval-chain';
 import { evaluatePolicy } from '../policy/evaluate-policy';
 import type { CallEvaluation, EvaluationRefusal, SignedProposal, ToolCapabilities } from './call-evaluation';
 import type { ApprovalNotificationPlan } from '../notifications/notices';
@@ -235,7 +235,7 @@ export function evaluateCall(input: {
   }
   const steps = chain?.steps;
   const windowMs = steps ? steps[0]!.windowMs : levelWindowMs;
-  const required = steps ? steps.reduce((sum, step) => sum + step.quorum, 0) : quorum;
+  const required = steps ? chainQuorum(steps) : quorum;
   return {
     ...record,
     ...judged,

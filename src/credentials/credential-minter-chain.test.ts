@@ -79,7 +79,9 @@ function approvalBy(
   };
 }
 
-const mint = (signers: Signer[], region: string | null = 'eu', signedFor?: number[]) =>
+type Approval = Parameters<typeof minter.mint>[0]['approval'];
+
+const mintWith = (approval: Approval, region: string | null = 'eu') =>
   minter.mint({
     contract: refundOrderContract,
     caller: 'support-bot',
@@ -87,8 +89,11 @@ const mint = (signers: Signer[], region: string | null = 'eu', signedFor?: numbe
     runId,
     args,
     ...(region ? { context: { claims: { region } } } : {}),
-    approval: approvalBy(signers, signedFor),
+    approval,
   });
+
+const mint = (signers: Signer[], region: string | null = 'eu', signedFor?: number[]) =>
+  mintWith(approvalBy(signers, signedFor), region);
 
 describe('the minter verifies the approval chain', () => {
   it('mints for the lead, then finance of the routed region', async () => {
@@ -117,16 +122,6 @@ describe('the minter verifies the approval chain', () => {
 
   it('takes no standing grant for a level that asks a chain', async () => {
     const grant = { grant: { grant: { grantId: 'g-1' } }, reservationId: 'r-1' } as unknown as GrantApproval;
-    await expect(
-      minter.mint({
-        contract: refundOrderContract,
-        caller: 'support-bot',
-        callId,
-        runId,
-        args,
-        context: { claims: { region: 'eu' } },
-        approval: grant,
-      }),
-    ).rejects.toThrow('no standing grant covers it');
+    await expect(mintWith(grant)).rejects.toThrow('no standing grant covers it');
   });
 });

@@ -18,7 +18,7 @@ import {
   quorumReached,
 } from '../approvals/decision-rules';
 import { contractDigestOf } from '../tools/contract-digest';
-import { chainMismatch, chainOfCall, stepOfApproval } from '../approvals/approval-chain';
+import { chainMismatch, chainOfCall, chainQuorum, stepOfApproval } from '../approvals/approval-chain';
 import type { AnyToolContract } from '../tools/define-tool';
 import type { CallContext } from '../calls/call-context';
 import { callerPolicyIn } from '../policy/context-policy';
@@ -143,7 +143,7 @@ export function createCredentialMinter(input: {
         if (approval.nonce !== expectedNonce)
           throw new MintRefusal('the approval round does not match its nonce');
         const quorum = chain
-          ? chain.steps.reduce((sum, step) => sum + step.quorum, 0)
+          ? chainQuorum(chain.steps)
           : (callerPolicy.approval?.quorum?.[verdict.riskLevel] ?? 1);
         // The minter's own binding: its nonce, its digest of the arguments, its risk level, its approvers.
         const round: RoundBinding = {
